@@ -1,0 +1,20 @@
+"""memcap: the library behind the executable textbook on the memorization capacity of attention.
+
+Modules, one idea each:
+
+``device``     where code runs (CUDA, else MPS, else CPU) and in which dtype
+``models``     Mahdavi et al.'s multi-head attention layer and Dana et al.'s attention-only transformer
+``data``       the synthetic tasks of both papers
+``linalg``     rank with an explicit tolerance, Kruskal rank, the papers' assumptions
+``bounds``     every closed form of both papers, once, as SymPy expressions and numeric functions
+``construct``  proofs as programs: the weights each proof says exist
+``plotting``   the book's figure style
+"""
+import logging as _logging
+
+__version__ = "0.1.0"
+
+# Matplotlib announces on stderr, once per machine, that it is building its font cache. The strict
+# book build treats any stderr output as an error, so a first build on a fresh machine would fail on
+# that harmless line; raise that logger's threshold instead.
+_logging.getLogger("matplotlib.font_manager").setLevel(_logging.ERROR)

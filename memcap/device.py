@@ -1,0 +1,92 @@
+"""Where the book's code runs: one function picks the device, one policy picks the dtype.
+
+Chapters call :func:`pick_device` and print :func:`report`, so every executed page says what ran it.
+Constructions (proofs as programs) run in ``float64`` so that "exact" memorization can be checked to
+1e-6; training runs in ``float32``.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import torch
+
+EXACT_DTYPE = torch.float64
+"""dtype of the constructions: their claims are equalities, checked to ~1e-6."""
+
+_VALID = ("cuda", "mps", "cpu")
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def pick_device(prefer: str | None = None) -> torch.device:
+    """Return the device code cells should use.
+
+    Order: ``prefer`` if given, else the environment variable ``MEMCAP_DEVICE``, else CUDA if present,
+    else Apple's MPS, else the CPU. Asking for an unavailable device is an error, not a silent fallback.
+    """
+    choice = prefer if prefer is not None else os.environ.get("MEMCAP_DEVICE") or None
+    if choice is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    kind = str(choice).split(":")[0]
+    if kind not in _VALID:
+        raise ValueError(f"device must be one of {_VALID} (optionally 'cuda:K'), got {choice!r}")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {choice!r} requested but CUDA is not available on this machine")
+    if kind == "mps" and not _mps_available():
+        raise ValueError(f"device {choice!r} requested but MPS is not available on this machine")
+    return torch.device(choice)
+
+
+def train_dtype(device: torch.device | str | None = None) -> torch.dtype:
+    """dtype for training: ``float32`` everywhere (MPS has no float64, and CUDA is fastest in it)."""
+    pick_device(None if device is None else str(device))
+    return torch.float32
+
+
+def exact_dtype(device: torch.device | str | None = None) -> torch.dtype:
+    """dtype for constructions: ``float64``, except on MPS, which lacks it (then ``float32``)."""
+    dev = pick_device(None if device is None else str(device))
+    return torch.float32 if dev.type == "mps" else EXACT_DTYPE
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe(device: torch.device | str | None = None) -> dict[str, str | int]:
+    """Facts about the hardware and software running the code: device, its name, versions, CPU."""
+    dev = pick_device(None if device is None else str(device))
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else ("Apple GPU" if dev.type == "mps" else _cpu_name())
+    return {
+        "device": str(dev),
+        "device_name": name,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count() or 1,
+        "torch_threads": torch.get_num_threads(),
+        "platform": sys.platform,
+    }
+
+
+def report(device: torch.device | str | None = None) -> str:
+    """One line saying what ran this page, for the first output of every chapter."""
+    info = describe(device)
+    return (f"Ran on {info['device']} ({info['device_name']}; {info['cpu_count']} CPU cores) "
+            f"with torch {info['torch']}, Python {info['python']}.")

@@ -1,0 +1,80 @@
+"""The student edition: the same book with every solution removed.
+
+sphinx-exercise's ``hide_solutions`` option crashes on gated solutions (``solution-start`` /
+``solution-end``, needed so that code inside a solution executes), so instead we copy the sources,
+strip the solution blocks from the copy, and build that copy with the same strict flags.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_FENCE = re.compile(r"^(`{3,}|:{3,})\{(solution-start|solution-end|solution)\}")
+
+
+def strip_solutions(text: str) -> str:
+    """Remove every solution (gated ``solution-start``...``solution-end`` or a ``{solution}`` block).
+
+    Exercises stay. Raises ``ValueError`` if a gated solution is never closed, since silently keeping
+    (or dropping) the rest of the chapter would produce a wrong edition.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, kind = match.groups()
+        if kind == "solution-end":
+            raise ValueError(f"line {i + 1}: solution-end without a matching solution-start")
+        if kind == "solution":  # a plain directive: skip to its closing fence
+            j = i + 1
+            while j < len(lines) and lines[j].rstrip() != fence:
+                j += 1
+            if j == len(lines):
+                raise ValueError(f"line {i + 1}: solution block is never closed by {fence}")
+            i = j + 1
+            continue
+        j = i + 1  # gated: skip everything up to and including the solution-end block
+        while j < len(lines) and not re.match(r"^(`{3,}|:{3,})\{solution-end\}", lines[j]):
+            j += 1
+        if j == len(lines):
+            raise ValueError(f"line {i + 1}: solution-start is never closed by a solution-end")
+        end_fence = re.match(r"^(`{3,}|:{3,})", lines[j]).group(1)
+        k = j + 1
+        while k < len(lines) and lines[k].rstrip() != end_fence:
+            k += 1
+        i = k + 1
+    return "".join(out)
+
+
+def build_student_edition(root: str | Path, output: str | Path) -> Path:
+    """Build the book at ``root`` without solutions into ``output``; return the HTML folder."""
+    root, output = Path(root).resolve(), Path(output).resolve()
+    if not (root / "_toc.yml").is_file():
+        raise ValueError(f"root must be the book's folder (with _toc.yml), got {root}")
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "book-src"
+        copy.mkdir()
+        for name in ("_config.yml", "_toc.yml"):
+            shutil.copy2(root / name, copy / name)
+        shutil.copytree(root / "book", copy / "book")
+        for md in (copy / "book").rglob("*.md"):
+            md.write_text(strip_solutions(md.read_text(encoding="utf-8")), encoding="utf-8")
+        config = copy / "_config.yml"
+        config.write_text(config.read_text(encoding="utf-8").replace(
+            'title: "Memorization Capacity of Attention"',
+            'title: "Memorization Capacity of Attention (student edition)"'), encoding="utf-8")
+        jb = Path(sys.executable).with_name("jupyter-book")
+        subprocess.run([str(jb), "build", str(copy), "--path-output", str(output),
+                        "--all", "-W", "-n", "--keep-going"], check=True)
+    return output / "_build" / "html"

@@ -1,0 +1,454 @@
+"""Ranks, Kruskal ranks and the data assumptions of Mahdavi et al. (2024).
+
+Mahdavi et al. replace the usual "general position" hypothesis by weaker linear-independence
+assumptions on the training set :math:`\\{(E^{(t)}, e^{(t)}, y^{(t)})\\}_{t=1}^T`:
+
+* Definition 1 (Kruskal rank): the largest :math:`k` such that *every* :math:`k`-subset of the vectors is
+  linearly independent.
+* Definition 2 (general position): the Kruskal rank is as large as possible, :math:`\\min(m, d)` for
+  :math:`m` vectors in :math:`\\mathbb{R}^d`.
+* Assumption 1: the queries :math:`e^{(t)}` have Kruskal rank :math:`\\ge n`.
+* Assumption 2: every context :math:`E^{(t)} \\in \\mathbb{R}^{n \\times d}` has rank :math:`n`.
+* Assumption 3: the shifted queries :math:`\\tilde e^{(t)} = e^{(t)} + \\frac1n \\sum_i e^{(t)}_i` have
+  Kruskal rank :math:`\\ge n`.
+
+Numerical rank needs a tolerance: every function here takes ``tol`` (an absolute threshold on singular
+values) and otherwise uses the NumPy rule ``max(shape) * eps(dtype) * sigma_max`` of each matrix tested.
+Vectors are rows: a set of :math:`m` vectors in :math:`\\mathbb{R}^d` is a ``(m, d)`` tensor. All work
+happens on the input's device, in the input's floating dtype (integer input is promoted to float64).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from typing import Iterable
+
+import torch
+
+from memcap._checks import as_tensor, positive_int
+
+DEFAULT_RTOL: float | None = None
+"""Default relative tolerance of :func:`rank`. ``None`` means NumPy's rule: singular values at most
+``max(shape) * eps(dtype) * sigma_max`` count as zero, where ``eps`` is the machine epsilon of the
+matrix's dtype (2.2e-16 in float64, 1.2e-7 in float32)."""
+
+ASSUMPTION_SEED = 0
+"""Seed of the ``torch.Generator`` used by the randomized assumption checks when none is passed, so that
+the same data always gives the same verdict."""
+
+DEFAULT_MAX_SUBSETS = 200_000
+"""How many subsets an exact (enumerating) check may test before it refuses."""
+
+_CHUNK_ELEMENTS = 1 << 22
+"""Entries of the stacked subset matrices processed per batched SVD (32 MiB in float64)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# input handling
+
+
+def _float_tensor(name: str, value: object) -> torch.Tensor:
+    """``value`` as a floating tensor on its own device (integer/bool input promoted to float64)."""
+    t = as_tensor(name, value)
+    if not (t.is_floating_point() or t.is_complex()):
+        t = t.to(torch.float64)
+    return t
+
+
+def _vectors(name: str, value: object) -> torch.Tensor:
+    """A non-empty set of row vectors, shape ``(m, d)``."""
+    v = _float_tensor(name, value)
+    if v.dim() != 2:
+        raise ValueError(f"{name} must be a 2-D tensor of row vectors (m, d), got shape {tuple(v.shape)}")
+    if v.shape[0] == 0 or v.shape[1] == 0:
+        raise ValueError(f"{name} must hold at least one vector of dimension >= 1, got shape {tuple(v.shape)}")
+    return v
+
+
+def _contexts(value: object) -> tuple[torch.Tensor, bool]:
+    """Contexts as ``(T, n, d)``; a shared ``(n, d)`` context becomes ``(1, n, d)``. Returns (E, shared)."""
+    e = _float_tensor("contexts", value)
+    if e.dim() == 2:
+        e, shared = e.unsqueeze(0), True  # (1, n, d)
+    elif e.dim() == 3:
+        shared = False
+    else:
+        raise ValueError(
+            f"contexts must have shape (T, n, d) or (n, d) (one shared context), got {tuple(e.shape)}")
+    if 0 in e.shape:
+        raise ValueError(f"contexts must have T, n, d >= 1, got shape {tuple(e.shape)}")
+    return e, shared
+
+
+def _tol(tol: object) -> float | None:
+    if tol is None:
+        return None
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not math.isfinite(float(tol)) or tol < 0:
+        raise ValueError(f"tol must be a finite real number >= 0, got {tol!r}")
+    return float(tol)
+
+
+def _fraction(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= 1:
+        raise ValueError(f"{name} must be a real number in (0, 1], got {value!r}")
+    return float(value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# ranks
+
+
+def _batched_rank(stack: torch.Tensor, tol: float | None, rtol: float | None = None) -> torch.Tensor:
+    """Numerical ranks of a stack of matrices ``(B, a, b) -> (B,)`` (int64), one tolerance per matrix."""
+    a, b = stack.shape[-2:]
+    s = torch.linalg.svdvals(stack)  # (B, min(a, b)), descending
+    if tol is not None:
+        threshold = torch.full_like(s[..., :1], tol)
+    else:
+        factor = max(a, b) * torch.finfo(s.dtype).eps if rtol is None else rtol
+        threshold = factor * s[..., :1]  # (B, 1)
+    return (s > threshold).sum(dim=-1)
+
+
+def rank(matrix: object, *, tol: float | None = None, rtol: float | None = DEFAULT_RTOL) -> int:
+    """Numerical rank of a 2-D matrix ``(a, b)``: the number of singular values above a threshold.
+
+    The threshold is ``tol`` when given (absolute); otherwise ``rtol * sigma_max`` with the NumPy default
+    ``rtol = max(a, b) * eps(dtype)`` (see :data:`DEFAULT_RTOL`). Accepts torch tensors, NumPy arrays
+    and nested lists.
+    """
+    mat = _float_tensor("matrix", matrix)
+    if mat.dim() != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {tuple(mat.shape)}")
+    tol = _tol(tol)
+    if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or rtol < 0):
+        raise ValueError(f"rtol must be a real number >= 0, got {rtol!r}")
+    if 0 in mat.shape:
+        return 0
+    return int(_batched_rank(mat.unsqueeze(0), tol, rtol)[0])
+
+
+def _screened_rank(sub: torch.Tensor, tol: float | None) -> torch.Tensor:
+    """Ranks of a stack ``(B, k, d)`` with ``k <= d``, equal to :func:`_batched_rank`'s but faster.
+
+    A cheap screen first: the eigenvalues of the Gram matrices ``sub sub^T`` (float64) are the squared
+    singular values up to an absolute error below ``4 k d eps sigma_max^2``. Subsets whose smallest
+    eigenvalue clears the rank threshold by that margin are certainly full rank; only the others
+    (dependent or nearly so) go through the exact SVD.
+    """
+    b, k, d = sub.shape
+    s64 = sub.to(torch.float64) if not sub.is_complex() else sub.to(torch.complex128)
+    lam = torch.linalg.eigvalsh(s64 @ s64.mH)  # (B, k), ascending
+    top = lam[:, -1].clamp_min(0)  # sigma_max^2
+    if tol is None:
+        threshold = max(k, d) * torch.finfo(sub.real.dtype if sub.is_complex() else sub.dtype).eps * top.sqrt()
+    else:
+        threshold = torch.full_like(top, tol)
+    margin = 4 * k * d * torch.finfo(torch.float64).eps * top
+    certain = lam[:, 0] > threshold ** 2 + margin  # (B,)
+    ranks = torch.full((b,), k, dtype=torch.int64, device=sub.device)
+    unsure = torch.nonzero(~certain).flatten()
+    if unsure.numel():
+        ranks[unsure] = _batched_rank(sub[unsure], tol)
+    return ranks
+
+
+def _subset_ranks(vectors: torch.Tensor, index: torch.Tensor, tol: float | None) -> torch.Tensor:
+    """Ranks of the subsets ``vectors[index[b]]`` for ``index: (B, k)``, returned as ``(B,)``."""
+    k, d = index.shape[1], vectors.shape[1]
+    chunk = max(1, _CHUNK_ELEMENTS // (k * d))
+    index = index.to(vectors.device)
+    out = []
+    for start in range(0, index.shape[0], chunk):
+        sub = vectors[index[start:start + chunk]]  # (B, k, d)
+        out.append(_screened_rank(sub, tol) if k <= d else _batched_rank(sub, tol))
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.int64, device=vectors.device)
+
+
+def _first_dependent_subset(vectors: torch.Tensor, k: int, tol: float | None) -> tuple[tuple[int, ...], int] | None:
+    """Enumerate all k-subsets of the rows (lexicographically); return the first dependent one and its
+    rank, or ``None`` when all are linearly independent."""
+    m, d = vectors.shape
+    combos = itertools.combinations(range(m), k)
+    chunk = max(1, _CHUNK_ELEMENTS // (k * d))
+    while True:
+        block = list(itertools.islice(combos, chunk))
+        if not block:
+            return None
+        index = torch.tensor(block, dtype=torch.int64)  # (B, k)
+        ranks = _subset_ranks(vectors, index, tol)
+        bad = torch.nonzero(ranks < k)
+        if bad.numel():
+            b = int(bad[0, 0])
+            return tuple(block[b]), int(ranks[b])
+
+
+def _random_subsets(m: int, k: int, count: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` uniformly random k-subsets of ``range(m)`` (drawn independently), shape ``(count, k)``."""
+    rows = max(1, _CHUNK_ELEMENTS // m)
+    parts = []
+    for start in range(0, count, rows):
+        keys = torch.rand(min(rows, count - start), m, generator=generator)  # (rows, m)
+        parts.append(keys.topk(k, dim=1).indices)  # k largest keys of a random order: a uniform k-subset
+    return torch.cat(parts)
+
+
+def kruskal_rank(vectors: object, *, tol: float | None = None, max_subsets: int = DEFAULT_MAX_SUBSETS) -> int:
+    """Exact Kruskal rank of the rows of ``vectors: (m, d)`` (Mahdavi et al., Definition 1).
+
+    The Kruskal rank is the largest :math:`k` such that every :math:`k`-subset is linearly independent.
+    It is at most ``rank(vectors)``; when that rank is ``m`` every subset is independent and the answer
+    is ``m`` at once. Otherwise sizes ``k = 1, 2, ...`` are checked in turn, enumerating all
+    :math:`\\binom{m}{k}` subsets with batched SVDs, and the first size with a dependent subset stops the
+    search. Computing the Kruskal rank is NP-hard, so the enumeration is capped: a ``ValueError`` naming
+    ``max_subsets`` is raised before the total count of subsets tested would exceed it (use
+    :func:`randomized_kruskal_rank` then). ``tol`` is as in :func:`rank`, per subset.
+    """
+    v = _vectors("vectors", vectors)
+    tol = _tol(tol)
+    max_subsets = positive_int("max_subsets", max_subsets)
+    m = v.shape[0]
+    r = rank(v, tol=tol)
+    if r == m:
+        return m
+    used = 0
+    for k in range(1, r + 1):
+        count = math.comb(m, k)
+        if used + count > max_subsets:
+            raise ValueError(
+                f"kruskal_rank must test all C({m}, {k}) = {count} subsets of size k = {k} "
+                f"({used + count} subsets in total), more than max_subsets = {max_subsets}; "
+                f"raise max_subsets or use randomized_kruskal_rank")
+        if _first_dependent_subset(v, k, tol) is not None:
+            return k - 1
+        used += count
+    return r
+
+
+def randomized_kruskal_rank(vectors: object, *, candidates: Iterable[int], subsets: int = 5000,
+                            threshold: float = 0.99, generator: torch.Generator,
+                            tol: float | None = None) -> dict[str, object]:
+    """Randomized Kruskal-rank test of Mahdavi et al. (Sec. 5.1, Fig. 1, Table 1).
+
+    For each candidate size :math:`k`, draw ``subsets`` uniformly random :math:`k`-subsets of the rows of
+    ``vectors: (m, d)`` and record the fraction that are linearly independent (rank :math:`k`). The
+    estimate is the largest candidate whose fraction is ``>= threshold`` (the paper's 99 % rule), or 0
+    when no candidate passes. The test can only miss dependent subsets, so it tends to overestimate the
+    exact Kruskal rank; its verdict is the paper's, not Definition 1's.
+
+    Returns a dict with ``estimate`` (int), ``candidates`` and ``fractions`` (lists, in the given order),
+    ``subsets`` and ``threshold``.
+    """
+    v = _vectors("vectors", vectors)
+    tol = _tol(tol)
+    subsets = positive_int("subsets", subsets)
+    threshold = _fraction("threshold", threshold)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    m, d = v.shape
+    ks = [positive_int("candidates", k) for k in candidates]
+    if not ks:
+        raise ValueError("candidates must contain at least one subset size k")
+    for k in ks:
+        if k > m:
+            raise ValueError(f"candidates must be <= m = {m} (the number of vectors), got k = {k}")
+    fractions = []
+    for k in ks:
+        if k > d:  # more than d vectors in R^d are always dependent
+            fractions.append(0.0)
+            continue
+        index = _random_subsets(m, k, subsets, generator)  # (subsets, k)
+        ranks = _subset_ranks(v, index, tol)
+        fractions.append(float((ranks == k).double().mean()))
+    passing = [k for k, f in zip(ks, fractions) if f >= threshold]
+    return {"estimate": max(passing, default=0), "candidates": ks, "fractions": fractions,
+            "subsets": subsets, "threshold": threshold}
+
+
+def in_general_position(vectors: object, *, tol: float | None = None,
+                        max_subsets: int = DEFAULT_MAX_SUBSETS) -> bool:
+    """Whether the rows of ``vectors: (m, d)`` are in general position (Mahdavi et al., Definition 2):
+    Kruskal rank :math:`\\min(m, d)`.
+
+    For ``m <= d`` this is ``rank == m``. For ``m > d`` every ``d``-subset must be independent (which
+    implies it for smaller subsets); the :math:`\\binom{m}{d}` subsets are enumerated, and a
+    ``ValueError`` naming ``max_subsets`` is raised when there are more.
+    """
+    v = _vectors("vectors", vectors)
+    tol = _tol(tol)
+    max_subsets = positive_int("max_subsets", max_subsets)
+    m, d = v.shape
+    if m <= d:
+        return rank(v, tol=tol) == m
+    count = math.comb(m, d)
+    if count > max_subsets:
+        raise ValueError(
+            f"in_general_position must test all C({m}, {d}) = {count} subsets of size d = {d}, "
+            f"more than max_subsets = {max_subsets}; raise max_subsets or use randomized_kruskal_rank")
+    return _first_dependent_subset(v, d, tol) is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Mahdavi et al.'s assumptions
+
+
+def _kruskal_at_least_failure(vectors: torch.Tensor, n: int, *, assumption: int, what: str,
+                              tol: float | None, method: str | None, max_subsets: int, subsets: int,
+                              threshold: float, generator: torch.Generator | None) -> str | None:
+    """Why the rows of ``vectors`` fail "Kruskal rank >= n", or ``None`` when they pass.
+
+    Kruskal rank >= n means: every n-subset is independent (subsets of independent sets are
+    independent), so only size n is tested.
+    """
+    t_count, d = vectors.shape
+    tol = _tol(tol)
+    max_subsets = positive_int("max_subsets", max_subsets)
+    subsets = positive_int("subsets", subsets)
+    threshold = _fraction("threshold", threshold)
+    if method not in (None, "exact", "randomized"):
+        raise ValueError(f"method must be 'exact', 'randomized' or None (automatic), got {method!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    prefix = f"Assumption {assumption} fails"
+    if t_count < n:
+        return (f"{prefix}: there are only T = {t_count} {what}, so their Kruskal rank is at most "
+                f"{t_count} < n = {n}")
+    if n > d:
+        return (f"{prefix}: n = {n} > d = {d}, so no {n} {what} are linearly independent "
+                f"(Kruskal rank <= d < n)")
+    count = math.comb(t_count, n)
+    if method is None:
+        method = "exact" if count <= max_subsets else "randomized"
+    if method == "exact":
+        if count > max_subsets:
+            raise ValueError(
+                f"the exact check of Assumption {assumption} must test all C({t_count}, {n}) = {count} "
+                f"n-subsets, more than max_subsets = {max_subsets}; raise max_subsets or use "
+                f"method='randomized'")
+        found = _first_dependent_subset(vectors, n, tol)
+        if found is None:
+            return None
+        subset, r = found
+        return (f"{prefix}: {what} {list(subset)} are linearly dependent (rank {r} < n = {n}), "
+                f"so the Kruskal rank of the {what} is < n = {n}")
+    gen = generator if generator is not None else torch.Generator().manual_seed(ASSUMPTION_SEED)
+    index = _random_subsets(t_count, n, subsets, gen)  # (subsets, n)
+    ranks = _subset_ranks(vectors, index, tol)
+    fraction = float((ranks == n).double().mean())
+    if fraction >= threshold:
+        return None
+    b = int(torch.nonzero(ranks < n)[0, 0])
+    subset = sorted(int(i) for i in index[b])
+    return (f"{prefix} (randomized test): only {fraction:.1%} of {subsets} random {n}-subsets of the "
+            f"{what} are linearly independent (< {threshold:.0%}); e.g. {what} {subset} have rank "
+            f"{int(ranks[b])} < n = {n}")
+
+
+def _assumption_1_failure(queries: object, context_size: int, **kw: object) -> str | None:
+    e = _vectors("queries", queries)  # (T, d)
+    n = positive_int("context_size", context_size)
+    return _kruskal_at_least_failure(e, n, assumption=1, what="queries", **kw)
+
+
+def _assumption_2_failure(contexts: object, tol: float | None) -> str | None:
+    e, shared = _contexts(contexts)  # (T, n, d)
+    tol = _tol(tol)
+    n, d = e.shape[1:]
+    ranks = _batched_rank(e, tol)  # (T,)
+    bad = torch.nonzero(ranks < n)
+    if not bad.numel():
+        return None
+    t = int(bad[0, 0])
+    which = "the shared context" if shared else f"context {t}"
+    hint = f" (n > d = {d})" if n > d else ""
+    return f"Assumption 2 fails: {which} has rank {int(ranks[t])} < n = {n}{hint}"
+
+
+def _assumption_3_failure(contexts: object, queries: object, **kw: object) -> str | None:
+    e, shared = _contexts(contexts)  # (T or 1, n, d)
+    q = _vectors("queries", queries)  # (T, d)
+    if e.shape[2] != q.shape[1]:
+        raise ValueError(f"contexts and queries must share the dimension d, got {e.shape[2]} and {q.shape[1]}")
+    if not shared and e.shape[0] != q.shape[0]:
+        raise ValueError(f"contexts (T, n, d) and queries (T, d) must have the same T, "
+                         f"got {e.shape[0]} and {q.shape[0]}")
+    if e.device != q.device:
+        raise ValueError(f"contexts are on {e.device} but queries are on {q.device}")
+    dtype = torch.promote_types(e.dtype, q.dtype)
+    mean = e.to(dtype).mean(dim=1)  # (T or 1, d): (1/n) sum_i e_i^(t)
+    shifted = q.to(dtype) + mean.expand(q.shape[0], -1)  # (T, d): e~(t) = e(t) + mean
+    return _kruskal_at_least_failure(shifted, e.shape[1], assumption=3, what="shifted queries", **kw)
+
+
+
+
+def check_assumption_1(queries: object, context_size: int, *, tol: float | None = None,
+                       method: str | None = None, max_subsets: int = DEFAULT_MAX_SUBSETS,
+                       subsets: int = 5000, threshold: float = 0.99,
+                       generator: torch.Generator | None = None) -> None:
+    """Raise ``ValueError`` unless the queries ``(T, d)`` have Kruskal rank :math:`\\ge n`
+    (Mahdavi et al., Assumption 1), with :math:`n` = ``context_size``. The message names a dependent
+    set of query indices.
+
+    ``method``: ``"exact"`` enumerates all :math:`\\binom{T}{n}` n-subsets (a ``ValueError`` naming
+    ``max_subsets`` if there are more); ``"randomized"`` is the paper's test (Sec. 5.1): ``subsets``
+    random n-subsets, passing when a fraction ``>= threshold`` of them is independent, drawn with
+    ``generator`` or, if ``None``, a fresh ``torch.Generator`` seeded with :data:`ASSUMPTION_SEED` (0).
+    The default ``None`` picks ``"exact"`` when :math:`\\binom{T}{n} \\le` ``max_subsets``, else
+    ``"randomized"``.
+    """
+    failure = _assumption_1_failure(queries, context_size, tol=tol, method=method, max_subsets=max_subsets,
+                                    subsets=subsets, threshold=threshold, generator=generator)
+    if failure is not None:
+        raise ValueError(failure)
+
+
+def check_assumption_2(contexts: object, *, tol: float | None = None) -> None:
+    """Raise ``ValueError`` unless every context ``(T, n, d)`` (or the shared context ``(n, d)``) has
+    rank :math:`n` (Mahdavi et al., Assumption 2); this needs :math:`n \\le d`. The message names the
+    first failing context, e.g. ``"Assumption 2 fails: context 7 has rank 5 < n = 6"``.
+    """
+    failure = _assumption_2_failure(contexts, tol)
+    if failure is not None:
+        raise ValueError(failure)
+
+
+def check_assumption_3(contexts: object, queries: object, *, tol: float | None = None,
+                       method: str | None = None, max_subsets: int = DEFAULT_MAX_SUBSETS,
+                       subsets: int = 5000, threshold: float = 0.99,
+                       generator: torch.Generator | None = None) -> None:
+    """Raise ``ValueError`` unless the shifted queries
+    :math:`\\tilde e^{(t)} = e^{(t)} + \\frac1n\\sum_{i\\in[n]} e^{(t)}_i` have Kruskal rank :math:`\\ge n`
+    (Mahdavi et al., Assumption 3: the query *plus* its context's mean, the output of the zero-key
+    attention layer with skip of their Proposition 4). ``contexts``: ``(T, n, d)`` or shared ``(n, d)``;
+    ``queries``: ``(T, d)``. ``method`` and the other options are as in :func:`check_assumption_1`.
+    """
+    failure = _assumption_3_failure(contexts, queries, tol=tol, method=method, max_subsets=max_subsets,
+                                    subsets=subsets, threshold=threshold, generator=generator)
+    if failure is not None:
+        raise ValueError(failure)
+
+
+def satisfies_assumption_1(queries: object, context_size: int, *, tol: float | None = None,
+                           method: str | None = None, max_subsets: int = DEFAULT_MAX_SUBSETS,
+                           subsets: int = 5000, threshold: float = 0.99,
+                           generator: torch.Generator | None = None) -> bool:
+    """Whether :func:`check_assumption_1` passes, same arguments (invalid inputs still raise)."""
+    return _assumption_1_failure(queries, context_size, tol=tol, method=method, max_subsets=max_subsets,
+                                 subsets=subsets, threshold=threshold, generator=generator) is None
+
+
+def satisfies_assumption_2(contexts: object, *, tol: float | None = None) -> bool:
+    """Whether :func:`check_assumption_2` passes (invalid inputs still raise)."""
+    return _assumption_2_failure(contexts, tol) is None
+
+
+def satisfies_assumption_3(contexts: object, queries: object, *, tol: float | None = None,
+                           method: str | None = None, max_subsets: int = DEFAULT_MAX_SUBSETS,
+                           subsets: int = 5000, threshold: float = 0.99,
+                           generator: torch.Generator | None = None) -> bool:
+    """Whether :func:`check_assumption_3` passes, same arguments (invalid inputs still raise)."""
+    return _assumption_3_failure(contexts, queries, tol=tol, method=method, max_subsets=max_subsets,
+                                 subsets=subsets, threshold=threshold, generator=generator) is None
+

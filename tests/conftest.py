@@ -1,0 +1,70 @@
+"""Shared fixtures: one strict build of the whole book serves the build, execution and browser tests.
+
+The book is built once per test session into a fresh directory, with the same flags as the README's
+build command (``--all -W -n --keep-going``): any warning, broken reference or cell error fails it.
+Set ``MEMCAP_SITE=<dir containing index.html>`` to reuse a site you have just built (handy while
+iterating on the browser tests); CI never sets it.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
+
+
+@dataclass(frozen=True)
+class BuiltSite:
+    html: Path          # the folder holding index.html
+    log: str            # everything the build printed
+    returncode: int
+    seconds: float
+
+
+def build_book(output: Path) -> BuiltSite:
+    """Run the strict build of the whole book into ``output`` (a fresh directory)."""
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(ROOT), "--path-output", str(output), *BUILD_FLAGS]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    return BuiltSite(output / "_build" / "html", proc.stdout + proc.stderr, proc.returncode, seconds)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> BuiltSite:
+    reuse = os.environ.get("MEMCAP_SITE")
+    if reuse:
+        html = Path(reuse).resolve()
+        if not (html / "index.html").is_file():
+            raise FileNotFoundError(f"MEMCAP_SITE={reuse} holds no index.html")
+        return BuiltSite(html, "", 0, 0.0)
+    built = build_book(tmp_path_factory.mktemp("book"))
+    print(f"\nstrict build of the whole book: {built.seconds:.0f} s (returncode {built.returncode})")
+    return built
+
+
+def toc_files() -> list[str]:
+    """Every document of ``_toc.yml``, as paths relative to the root without suffix."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    return files

@@ -1,0 +1,88 @@
+"""The strict build of the whole book, and what it must contain."""
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from tests.conftest import ROOT, toc_files
+
+SHARED = ROOT.parent / "shared"
+LABEL_RE = re.compile(r"^:label:\s*(\S+)\s*$", re.MULTILINE)
+
+
+def _chapter_sources() -> dict[str, Path]:
+    return {f: ROOT / f"{f}.md" for f in toc_files()}
+
+
+def test_toc_files_exist_and_are_jupytext_markdown():
+    for name, path in _chapter_sources().items():
+        assert path.is_file(), f"_toc.yml names {name} but {path} does not exist"
+        nb = jupytext.read(path)
+        assert nb.metadata.get("kernelspec", {}).get("name") == "python3" or not any(
+            c.cell_type == "code" for c in nb.cells), f"{name}: code cells need a python3 kernelspec"
+
+
+def test_no_outputs_or_images_are_committed():
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    bad = [f for f in tracked if re.search(r"\.(ipynb|png|jpe?g|svg|pdf|pkl|pickle)$", f)]
+    assert not bad, f"outputs, images or pickles are committed: {bad}"
+
+
+def test_labels_are_namespaced_and_unique():
+    """Theorem-like labels come from inventory.tsv; exercises are namespaced ex-<chapter>-<k>."""
+    inventory = {row["label"] for row in csv.DictReader(open(SHARED / "inventory.tsv"), delimiter="\t")}
+    seen: dict[str, str] = {}
+    for name, path in _chapter_sources().items():
+        for label in LABEL_RE.findall(path.read_text(encoding="utf-8")):
+            assert label not in seen, f"label {label} defined in both {seen[label]} and {name}"
+            seen[label] = name
+            if label.startswith(("mha-", "aot-")) and not re.match(r"^(mha|aot)-fig-", label):
+                assert label in inventory, f"{name}: label {label} is not in inventory.tsv"
+            assert re.match(r"^(mha|aot|ex|setting|syn)-[a-z0-9-]+$", label), (
+                f"{name}: label {label} is not namespaced (mha-*, aot-*, ex-<chapter>-<k>, setting-*)")
+
+
+@pytest.mark.slow
+def test_strict_build_succeeds(site):
+    assert site.returncode == 0, f"the strict build failed:\n{site.log[-6000:]}"
+    # Sphinx writes "WARNING:"/"ERROR:"; the kernels' own "[IPKernelApp] WARNING | running over TCP"
+    # start-up notice is not about the book and does not reach the pages.
+    warnings = [line for line in site.log.splitlines()
+                if ("WARNING:" in line or "ERROR:" in line) and not line.startswith("[IPKernelApp]")]
+    assert not warnings, "the build printed warnings:\n" + "\n".join(warnings[:20])
+
+
+@pytest.mark.slow
+def test_every_chapter_was_built_and_executed(site):
+    """Each toc chapter has a page; each chapter with code shows outputs, including its device line."""
+    for name, path in _chapter_sources().items():
+        page = site.html / f"{name}.html"
+        assert page.is_file(), f"no page for {name}"
+        nb = jupytext.read(path)
+        if any(c.cell_type == "code" for c in nb.cells):
+            html = page.read_text(encoding="utf-8")
+            assert "cell_output" in html, f"{name} has code cells but no outputs: it was not executed"
+
+
+@pytest.mark.slow
+def test_site_references_nothing_online(site):
+    """Scripts, styles and fonts come from the build output: the site works offline."""
+    pattern = re.compile(r"""<(?:script|link|img)[^>]+(?:src|href)=["'](https?:)?//""", re.IGNORECASE)
+    for page in site.html.rglob("*.html"):
+        hits = pattern.findall(page.read_text(encoding="utf-8"))
+        assert not hits, f"{page.relative_to(site.html)} loads something from the network"
+    assert any(site.html.rglob("tex-chtml*.js")), "MathJax is not served from the build output"
+
+
+@pytest.mark.slow
+def test_status_page_lists_every_executed_chapter(site):
+    html = (site.html / "book/appendix/status.html").read_text(encoding="utf-8")
+    for name, path in _chapter_sources().items():
+        if any(c.cell_type == "code" for c in jupytext.read(path).cells):
+            assert name in html, f"the status page's execution table has no row for {name}"
+    assert "device" in html and "torch" in html
