@@ -78,3 +78,43 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
         subprocess.run([str(jb), "build", str(copy), "--path-output", str(output),
                         "--all", "-W", "-n", "--keep-going"], check=True)
     return output / "_build" / "html"
+
+
+_EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise-start\}[^\n]*\n:label:\s*(\S+)\s*\n(?:.*\n)*?\1\n", re.MULTILINE)
+_KIND = re.compile(r"^\*\*\((\w[\w -]*)\.?\)\*\*")
+_TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
+
+
+def exercise_index(root: str | Path) -> list[dict[str, str]]:
+    """Every exercise of the book, in table-of-contents order.
+
+    Returns one dict per exercise with the chapter's document name (``book/setting``), the chapter's
+    title, the exercise's label and its kind, read from the bold tag that opens its text (e.g.
+    ``**(Proof.)**``; ``"other"`` when there is none).
+    """
+    import yaml
+
+    root = Path(root).resolve()
+    if not (root / "_toc.yml").is_file():
+        raise ValueError(f"root must be the book's folder (with _toc.yml), got {root}")
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    docs = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                docs.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    rows = []
+    for doc in docs:
+        text = (root / f"{doc}.md").read_text(encoding="utf-8")
+        title = _TITLE.search(text)
+        for match in _EXERCISE.finditer(text):
+            body = text[match.end():].lstrip()
+            kind = _KIND.match(body)
+            rows.append({"doc": doc, "chapter": title.group(1).strip() if title else doc,
+                         "label": match.group(2), "kind": kind.group(1).lower() if kind else "other"})
+    return rows

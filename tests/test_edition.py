@@ -55,3 +55,20 @@ def test_solution_end_without_start_is_an_error():
 def test_non_text_is_rejected():
     with pytest.raises(TypeError, match="text must be a str"):
         strip_solutions(b"bytes")
+
+
+def test_exercise_index_reads_labels_and_kinds_in_toc_order(tmp_path):
+    from memcap.edition import exercise_index
+
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: a\nparts:\n  - chapters:\n      - file: b\n")
+    (tmp_path / "a.md").write_text("# Intro\n\nno exercises\n")
+    (tmp_path / "b.md").write_text(
+        "# Chapter B\n\n```{exercise-start}\n:label: ex-b-1\n```\n**(Proof.)** Show it.\n```{exercise-end}\n```\n\n"
+        "```{exercise-start}\n:label: ex-b-2\n```\nNo tag here.\n```{exercise-end}\n```\n")
+    rows = exercise_index(tmp_path)
+    assert rows == [
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-1", "kind": "proof"},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-2", "kind": "other"},
+    ]
+    with pytest.raises(ValueError, match="with _toc.yml"):
+        exercise_index(tmp_path / "nowhere")
