@@ -258,3 +258,15 @@ def test_assumption_3_rejects_mismatched_shapes() -> None:
         linalg.check_assumption_3(uniform(4, 2, 3, seed=0), uniform(5, 3, seed=0))
     with pytest.raises(ValueError, match="must share the dimension d, got 3 and 4"):
         linalg.check_assumption_3(uniform(2, 3, seed=0), uniform(5, 4, seed=0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_nearly_dependent_subsets_follow_the_tolerance(dtype: torch.dtype) -> None:
+    vecs = gaussian(8, 4, seed=9, dtype=dtype)
+    vecs[5] = vecs[0] + 1e-5 * vecs[1]  # {v0, v5} nearly parallel: sigma_min / sigma_max ~ 1e-5
+    assert linalg.kruskal_rank(vecs, tol=1e-3) == 1  # an explicit tol declares the pair dependent
+    out = linalg.randomized_kruskal_rank(vecs, candidates=[2], subsets=2000, threshold=1.0, tol=1e-3,
+                                         generator=torch.Generator().manual_seed(0))
+    assert out["fractions"][0] == pytest.approx(27 / 28, abs=0.015)  # 1 pair in C(8, 2) = 28 is dependent
+    # the default max(shape) * eps * sigma_max (eps = 2e-16 or 1.2e-7) keeps the pair independent
+    assert linalg.kruskal_rank(vecs) > 1
