@@ -1,7 +1,7 @@
 """One visual style for every figure of the book.
 
-Theory (a bound or closed form) is drawn in :data:`THEORY` colour with dashed lines, measurements in
-:data:`MEASURED` with markers, constructions in :data:`CONSTRUCTED`. Use :func:`figure` to get a
+Theory (a bound or closed form) is drawn in the ``THEORY`` colour with dashed lines, measurements in
+``MEASURED`` with markers, constructions in ``CONSTRUCTED``. Use :func:`figure` to get a
 figure with the book's size and fonts, and :func:`theory_line` / :func:`measured` to draw.
 """
 from __future__ import annotations
