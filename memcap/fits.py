@@ -1,0 +1,85 @@
+"""Least-squares fits the experiment chapters report: lines with R², polynomials, the papers' models.
+
+Mahdavi et al. fit a line to accuracy against the number of heads on its non-saturated part and report
+R²; Dana et al. fit polynomials (quadratic in d_h, cubic models of the slope). One implementation here
+serves every chapter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PolyFit:
+    """A least-squares polynomial ``y ≈ sum_k coef[k] x**k`` (lowest degree first) and its R²."""
+
+    coef: tuple[float, ...]
+    r2: float
+
+    def __call__(self, x) -> np.ndarray:
+        return np.polynomial.polynomial.polyval(np.asarray(x, dtype=float), self.coef)
+
+    @property
+    def slope(self) -> float:
+        """The coefficient of ``x`` (for a line: its slope)."""
+        return self.coef[1] if len(self.coef) > 1 else 0.0
+
+
+def _xy(x: Sequence[float], y: Sequence[float], at_least: int) -> tuple[np.ndarray, np.ndarray]:
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xa.ndim != 1 or ya.ndim != 1:
+        raise ValueError(f"x and y must be 1-D, got shapes {xa.shape} and {ya.shape}")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+    if not (np.isfinite(xa).all() and np.isfinite(ya).all()):
+        raise ValueError("x and y must be finite (no NaN or inf)")
+    if xa.size < at_least:
+        raise ValueError(f"need at least {at_least} points for this fit, got {xa.size}")
+    return xa, ya
+
+
+def r_squared(y: Sequence[float], y_hat: Sequence[float]) -> float:
+    """Coefficient of determination 1 - SS_res / SS_tot (1.0 when y is constant and fitted exactly)."""
+    ya, yh = _xy(y, y_hat, 1)
+    ss_res = float(((ya - yh) ** 2).sum())
+    ss_tot = float(((ya - ya.mean()) ** 2).sum())
+    rounding = 1e-20 * (1.0 + float((ya**2).sum()))  # sums of squares below this are rounding noise
+    if ss_tot <= rounding:  # constant y: R² is 1 for an exact fit, else 0
+        return 1.0 if ss_res <= rounding else 0.0
+    return 1.0 - ss_res / ss_tot
+
+
+def poly_fit(x: Sequence[float], y: Sequence[float], degree: int) -> PolyFit:
+    """Least-squares polynomial of the given degree; needs at least ``degree + 1`` points."""
+    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 0:
+        raise ValueError(f"degree must be a non-negative integer, got {degree!r}")
+    xa, ya = _xy(x, y, int(degree) + 1)
+    coef = np.polynomial.polynomial.polyfit(xa, ya, int(degree))
+    fit = PolyFit(tuple(float(c) for c in coef), 0.0)
+    return PolyFit(fit.coef, r_squared(ya, fit(xa)))
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float]) -> PolyFit:
+    """Least-squares line ``y ≈ a + b x``; ``.slope`` is b and ``.r2`` its R²."""
+    return poly_fit(x, y, 1)
+
+
+def non_saturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = 0.99,
+                  floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The points before ``y`` first reaches ``ceiling`` (e.g. 99 % accuracy), and above ``floor``.
+
+    Mahdavi et al. fit their line only on this part of each accuracy curve: once a model memorizes
+    everything, more heads cannot raise the accuracy and the curve flattens at 1.
+    """
+    xa, ya = _xy(x, y, 1)
+    order = np.argsort(xa)
+    xa, ya = xa[order], ya[order]
+    reached = np.nonzero(ya >= ceiling)[0]
+    stop = reached[0] + 1 if reached.size else ya.size  # keep the first saturated point
+    keep = np.arange(ya.size) < stop
+    if floor is not None:
+        keep &= ya > floor
+    return xa[keep], ya[keep]

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memcap import fits
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.floats(-5, 5), b=st.floats(-5, 5))
+def test_linear_fit_recovers_an_exact_line(a, b):
+    x = np.arange(6.0)
+    fit = fits.linear_fit(x, a + b * x)
+    assert fit.coef[0] == pytest.approx(a, abs=1e-9) and fit.slope == pytest.approx(b, abs=1e-9)
+    assert fit.r2 == pytest.approx(1.0, abs=1e-9)
+
+
+def test_quadratic_fit_and_r2_below_one_with_noise():
+    x = np.arange(1.0, 11.0)
+    y = 2 + 0.5 * x**2
+    fit = fits.poly_fit(x, y, 2)
+    assert fit.coef == pytest.approx((2.0, 0.0, 0.5), abs=1e-8)
+    noisy = y + np.array([0.3, -0.3] * 5)
+    assert 0.9 < fits.poly_fit(x, noisy, 2).r2 < 1.0
+    assert fits.linear_fit(x, y).r2 < fits.poly_fit(x, y, 2).r2
+
+
+def test_r_squared_of_the_mean_is_zero():
+    y = np.array([1.0, 2.0, 3.0])
+    assert fits.r_squared(y, np.full(3, 2.0)) == pytest.approx(0.0)
+
+
+def test_non_saturated_keeps_the_rise_and_the_first_saturated_point():
+    x, y = fits.non_saturated([4, 1, 2, 3, 5], [1.0, 0.2, 0.5, 0.8, 1.0], ceiling=0.99)
+    assert list(x) == [1, 2, 3, 4] and list(y) == [0.2, 0.5, 0.8, 1.0]
+    x, _ = fits.non_saturated([1, 2, 3], [0.01, 0.5, 0.7], floor=0.05)
+    assert list(x) == [2, 3]
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="same length"):
+        fits.linear_fit([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="at least 3 points"):
+        fits.poly_fit([1, 2], [1, 2], 2)
+    with pytest.raises(ValueError, match="finite"):
+        fits.linear_fit([1, 2, np.nan], [1, 2, 3])
+    with pytest.raises(ValueError, match="degree must be a non-negative integer"):
+        fits.poly_fit([1, 2], [1, 2], -1)
