@@ -1,0 +1,32 @@
+"""Dana et al., Figure 1(a): accuracy of the AoT grows linearly in H (N = 50, S = 2, d = d_h = 10).
+
+Compared with Corollary 2, 1/N + (1 - 1/N)(H d_h + d)/T0, and the previous bound H(d_h - 1) + 1.
+Recipe (their Appendix B): all N^2 associations, Adam at 1e-3, batches of 1024, 10 epochs of 1000 batches.
+"""
+from __future__ import annotations
+
+from memcap.experiments._grids import aot_jobs
+
+NAME = "dana_fig1a"
+LABEL = "aot-fig-1a"
+TITLE = "AoT accuracy vs number of heads H"
+
+PAPER = {
+    "model": {"vocab": 50, "seq_len": 2, "dim": 10, "head_dim": 10},
+    "heads": [1, 6, 11, 16, 21, 26, 31],
+    "seeds": [0, 1, 2, 3, 4],
+    "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
+}
+QUICK = {
+    "model": {"vocab": 20, "seq_len": 2, "dim": 5, "head_dim": 5},
+    "heads": [1, 3, 5, 7, 9],
+    "seeds": [0, 1],
+    "train": {"steps": 1500, "batch_size": 256, "lr": 1e-2, "schedule": "constant", "eval_every": 250},
+}
+
+
+def jobs(profile: str) -> list[dict]:
+    """Quick: one stacked job; paper: one job per seed (all H stacked)."""
+    g = PAPER if profile == "paper" else QUICK
+    return aot_jobs(g["model"], "heads", g["heads"], g["seeds"], g["train"],
+                    split_by="seed" if profile == "paper" else None)

@@ -1,0 +1,30 @@
+"""Mahdavi et al., Figure 2(b): memorization grows monotonically with the context size n (H = 20, d_h = d)."""
+from __future__ import annotations
+
+from memcap.experiments._grids import mha_jobs
+
+NAME = "mahdavi_fig2b"
+LABEL = "mha-fig-2b"
+TITLE = "Accuracy vs context size n (shared context)"
+
+PAPER = {
+    "model": {"dim": 64, "heads": 20, "classes": 100, "shared": True},
+    "context_size": [1, 5, 10, 20, 30, 40, 50, 60],
+    "examples": [6_000, 10_000, 14_000, 18_000],
+    "seeds": [0],
+    "train": {"steps": 50_000, "epochs": 500, "batch_size": 256, "lr": 1e-3, "eval_every": 500},
+}
+QUICK = {
+    "model": {"dim": 16, "heads": 4, "classes": 100, "shared": True},
+    "context_size": [1, 2, 4, 8, 12],
+    "examples": [200, 400],
+    "seeds": [0],
+    "train": {"steps": 1500, "batch_size": 128, "lr": 1e-2, "eval_every": 250},
+}
+
+
+def jobs(profile: str) -> list[dict]:
+    """Quick: one stacked job; paper: one job per T (all n and seeds stacked)."""
+    grid = PAPER if profile == "paper" else QUICK
+    return mha_jobs(grid["model"], "context_size", grid["context_size"], grid["examples"], grid["seeds"],
+                    grid["train"], split_by="examples" if profile == "paper" else None)

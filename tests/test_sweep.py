@@ -1,0 +1,164 @@
+"""Tests of memcap/sweep.py and memcap/experiments: profiles, cache, resume, executors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from memcap import experiments
+from memcap.sweep import (InProcessExecutor, ResultCache, current_profile, job_key, make_executor, run_job,
+                          run_sweep, train_job)
+from memcap.train import AoTSpec, TrainConfig
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _tiny_jobs(count: int) -> list[dict]:
+    cfg = TrainConfig(steps=20, batch_size=8, lr=1e-2, schedule="constant", device="cpu")
+    return [train_job([AoTSpec(heads=1 + i % 2, head_dim=2, dim=2, vocab=4, seed=i)], cfg, seed=i)
+            for i in range(count)]
+
+
+def test_profile_switch(monkeypatch):
+    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
+    assert current_profile() == "quick"
+    monkeypatch.setenv("MEMCAP_PROFILE", "paper")
+    assert current_profile() == "paper"
+    monkeypatch.setenv("MEMCAP_PROFILE", "huge")
+    with pytest.raises(ValueError, match="MEMCAP_PROFILE must be one of"):
+        current_profile()
+
+
+def test_cache_round_trip_with_arrays_and_no_pickle(tmp_path):
+    cache = ResultCache(tmp_path)
+    job = {"kind": "train", "x": 1}
+    assert cache.get("exp", job) is None
+    path = cache.put("exp", job, {"records": [{"a": 1.5}], "arrays": {"0/W": np.arange(6.0).reshape(2, 3)}})
+    got = cache.get("exp", job)
+    assert got["records"] == [{"a": 1.5}] and np.array_equal(got["arrays"]["0/W"], np.arange(6.0).reshape(2, 3))
+    assert json.loads(path.read_text())["key"] == job_key(job)
+    assert sorted(p.suffix for p in path.parent.iterdir()) == [".json", ".npz"]   # no temporary files left
+    assert cache.get("exp", {"kind": "train", "x": 2}) is None                   # another job: another key
+
+
+def test_atomic_write_leaves_old_result_when_a_write_fails(tmp_path):
+    cache = ResultCache(tmp_path)
+    job = {"kind": "train"}
+    cache.put("exp", job, {"v": 1})
+    with pytest.raises(TypeError, match="JSON-serializable"):
+        cache.put("exp", job, {"v": object()})
+    assert cache.get("exp", job) == {"v": 1}
+    assert [p.name for p in (tmp_path / "exp").iterdir() if p.name.startswith(".")] == []
+
+
+def test_interrupted_sweep_resumes_and_loses_no_finished_job(tmp_path):
+    jobs = _tiny_jobs(5)
+    ran = []
+
+    def flaky(job):
+        if len(ran) == 3:
+            raise KeyboardInterrupt("killed mid-sweep")
+        ran.append(job["seed"])
+        return run_job(job)
+
+    cache = ResultCache(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep("exp", jobs, cache=cache, fn=flaky)
+    assert ran == [0, 1, 2]
+    rerun = []
+
+    def counting(job):
+        rerun.append(job["seed"])
+        return run_job(job)
+
+    results = run_sweep("exp", jobs, cache=cache, fn=counting)
+    assert rerun == [3, 4] and len(results) == 5
+    assert results[0] == cache.get("exp", jobs[0])
+
+
+def test_inprocess_and_threads_give_identical_results():
+    jobs = _tiny_jobs(4)
+    serial = run_sweep("exp", jobs, executor=InProcessExecutor())
+    pool = make_executor("threads", workers=2)
+    try:
+        pooled = run_sweep("exp", jobs, executor=pool)
+    finally:
+        pool.shutdown()
+    assert [r["records"] for r in serial] == [r["records"] for r in pooled]
+
+
+def test_progress_is_reported_per_job(tmp_path):
+    seen = []
+    run_sweep("exp", _tiny_jobs(2), cache=ResultCache(tmp_path), progress=lambda *a: seen.append(a))
+    assert seen == [(0, 2, 0), (1, 2, 0), (2, 2, 0)]
+    seen.clear()
+    run_sweep("exp", _tiny_jobs(2), cache=ResultCache(tmp_path), progress=lambda *a: seen.append(a))
+    assert seen == [(2, 2, 2)]
+
+
+def test_dask_executor_missing_or_present():
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"pip install 'dask\[distributed\]'"):
+            make_executor("dask")
+    else:
+        ex = make_executor("dask", workers=1)
+        try:
+            assert run_sweep("exp", _tiny_jobs(1), executor=ex)[0]["records"][0]["steps"] == 20
+        finally:
+            ex.shutdown()
+
+
+def test_every_experiment_defines_quick_and_paper_jobs():
+    for name in experiments.EXPERIMENTS:
+        module = experiments.get(name)
+        assert module.LABEL and isinstance(module.QUICK, dict) and isinstance(module.PAPER, dict)
+        quick, paper = module.jobs("quick"), module.jobs("paper")
+        assert quick and paper and all(job_key(j) for j in quick + paper)
+        n_quick = sum(len(j["specs"]) for j in quick)
+        assert n_quick <= sum(len(j["specs"]) for j in paper) * 2
+
+
+def test_load_or_run_prefers_cached_paper_results(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
+    name = "dana_fig4"
+    cache = ResultCache(tmp_path)
+    for job in experiments.jobs(name, "paper"):     # pretend a GPU sweep filled the cache
+        cache.put(name, job, {"records": [{"accuracy": 1.0}]})
+    res = experiments.load_or_run(name, cache_dir=tmp_path)
+    assert (res.profile, res.source, res.caption) == ("paper", "cache", "(paper profile, cached results)")
+
+
+def test_load_or_run_computes_quick_when_paper_is_missing(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
+    name = "dana_fig4"
+    small = [train_job([AoTSpec(heads=1, head_dim=2, dim=2, vocab=3)],
+                       TrainConfig(steps=5, batch_size=4, device="cpu"))]
+    monkeypatch.setattr(experiments.get(name), "jobs", lambda profile: small)
+    res = experiments.load_or_run(name, cache_dir=tmp_path)
+    assert (res.profile, res.source, res.caption) == ("quick", "computed", "(quick profile)")
+    assert experiments.load_or_run(name, cache_dir=tmp_path).source == "cache"
+
+
+def test_error_messages():
+    with pytest.raises(ValueError, match="executor must be one of"):
+        make_executor("slurm")
+    with pytest.raises(ValueError, match="experiment must be one of"):
+        experiments.get("fig99")
+    with pytest.raises(ValueError, match="profile must be one of"):
+        experiments.jobs("dana_fig4", "huge")
+    with pytest.raises(TypeError, match="submit"):
+        run_sweep("exp", [], executor=object())
+    with pytest.raises(ValueError, match="job must be a dict with kind"):
+        run_job({"kind": "dance"})
+    with pytest.raises(ValueError, match="experiment must be a plain name"):
+        ResultCache("/tmp").get("../x", {})

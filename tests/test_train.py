@@ -1,0 +1,239 @@
+"""Tests of the stacked training engine (memcap/train.py).
+
+Tolerances: stacked and one-by-one runs execute the same float64 arithmetic except for the order of
+batched reductions, so weights agree to ~1e-12; we assert 1e-9 after tens of Adam steps.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from memcap.models import AoTParams, MHAParams, aot_forward, mha_forward
+from memcap.train import (AoTSpec, MHASpec, TrainConfig, _init_one, _Stack, aot_forward_stacked, capacity_search,
+                          group_by_shape, lr_factor, mha_forward_stacked, spec_from_dict, train_models,
+                          trained_attention)
+
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run fastest on one intra-op thread (and spin-waiting threads slow a shared CPU)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _stack_params(specs):
+    inits = [_init_one(s) for s in specs]
+    return inits, {n: torch.stack([p[n] for p in inits]) for n in inits[0]}
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_stacked_mha_equals_models_mha_forward(shared):
+    specs = [MHASpec(heads=h, context_size=5, examples=7, dim=6, head_dim=3, value_dim=2, classes=4,
+                     shared=shared, embedding=False, seed=s) for h, s in [(3, 0), (3, 1), (3, 2)]]
+    inits, stacked = _stack_params(specs)
+    gen = torch.Generator().manual_seed(0)
+    ctx = torch.rand((3, 5, 6) if shared else (3, 7, 5, 6), generator=gen, dtype=torch.float64)
+    qry = torch.rand(3, 7, 6, generator=gen, dtype=torch.float64)
+    out = mha_forward_stacked(stacked, ctx, qry)
+    assert out.shape == (3, 7, 4)
+    for i, p in enumerate(inits):
+        ref = mha_forward(MHAParams(**p), ctx[i], qry[i])
+        assert torch.allclose(out[i], ref, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("mlp", [0, 5])
+def test_stacked_aot_equals_models_aot_forward(mlp):
+    specs = [AoTSpec(heads=3, head_dim=2, dim=4, vocab=6, seq_len=3, mlp_width=mlp, seed=s) for s in range(3)]
+    inits, stacked = _stack_params(specs)
+    tokens = torch.randint(6, (3, 9, 3), generator=torch.Generator().manual_seed(1))
+    out = aot_forward_stacked(stacked, tokens)
+    for i, p in enumerate(inits):
+        core = {k: v for k, v in p.items() if k not in ("W_1", "W_2")}
+        ref_r = aot_forward(AoTParams(**core), tokens[i]) if mlp == 0 else None
+        if mlp == 0:
+            assert torch.allclose(out[i], ref_r, atol=1e-10, rtol=0)
+        else:   # with the MLP: W_U (W_2 GELU(W_1 r) + r), r the AoT's sequence embedding
+            from memcap.models import aot_sequence_embedding
+            r = aot_sequence_embedding(AoTParams(**core), tokens[i])
+            r = r + torch.nn.functional.gelu(r @ p["W_1"].T) @ p["W_2"].T
+            assert torch.allclose(out[i], r @ p["W_U"].T, atol=1e-10, rtol=0)
+
+
+def test_mahdavi_embedding_model_is_mha_on_embedded_tokens():
+    """The experimental model = Eqs. (1)-(6) on x W_E + b_E + pos with W_K scaled by 1/sqrt(d)."""
+    from memcap.data import sinusoidal_positions
+    spec = MHASpec(heads=2, context_size=4, examples=5, dim=6, classes=3, seed=3)
+    (p,), stacked = _stack_params([spec])
+    stacked["b_E"] = torch.rand(1, 6, dtype=torch.float64)
+    stacked["b_D"] = torch.rand(1, 3, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(2)
+    ctx, qry = torch.rand(1, 4, 6, generator=gen, dtype=torch.float64), torch.rand(1, 5, 6, generator=gen, dtype=torch.float64)
+    pos = sinusoidal_positions(5, 6, dtype=torch.float64, device="cpu")
+    out = mha_forward_stacked(stacked, ctx, qry, pos)[0]
+    E = ctx[0] @ p["W_E"] + stacked["b_E"][0] + pos[1:]
+    e = qry[0] @ p["W_E"] + stacked["b_E"][0] + pos[0]
+    core = MHAParams(W_K=p["W_K"] / math.sqrt(6), W_Q=p["W_Q"], W_V=p["W_V"], W_O=p["W_O"], W_D=p["W_D"])
+    assert torch.allclose(out, mha_forward(core, E, e) + stacked["b_D"][0], atol=1e-10, rtol=0)
+
+
+def test_stacked_training_equals_one_by_one():
+    cfg = TrainConfig(steps=40, batch_size=8, lr=1e-2, eval_every=10, early_stop=False, dtype="float64", device="cpu")
+    # one stack mixing H, n, d_h and T: zero padding and masks must leave every model as if alone
+    specs = [MHASpec(heads=H, context_size=n, examples=T, dim=4, head_dim=dh, classes=5, seed=s, data_seed=s % 2)
+             for H, n, dh, T, s in [(2, 3, 4, 20, 0), (1, 3, 2, 12, 1), (3, 2, 4, 20, 2), (2, 4, 3, 30, 3)]]
+    assert group_by_shape(specs) == [[0, 1, 2, 3]]
+    stacked = train_models(specs, cfg, keep_params=True)
+    for i, spec in enumerate(specs):
+        alone = train_models([spec], cfg, keep_params=True)
+        assert abs(alone.loss[0] - stacked.loss[i]) < 1e-9
+        assert alone.accuracy[0] == stacked.accuracy[i]
+        for name, w in alone.params[0].items():
+            assert np.allclose(w, stacked.params[i][name], atol=1e-9, rtol=0), name
+
+
+def test_adam_step_matches_torch_optim_adam():
+    spec = AoTSpec(heads=2, head_dim=2, dim=3, vocab=4, seq_len=2, seed=5)
+    cfg = TrainConfig(steps=15, batch_size=None, lr=3e-2, schedule="constant", early_stop=False,
+                      dtype="float64", device="cpu")
+    ours = train_models([spec], cfg, keep_params=True).params[0]
+    stack = _Stack([spec], torch.float64, torch.device("cpu"))
+    flat = stack.flat.detach().clone().requires_grad_()
+    opt = torch.optim.Adam([flat], lr=3e-2)
+    idx = torch.arange(16)[None]
+    for _ in range(15):
+        opt.zero_grad()
+        loss, _ = stack.losses(stack.views(flat), idx, torch.ones(1, 16, dtype=torch.float64))
+        loss.sum().backward()
+        opt.step()
+    ref = stack.views(flat.detach())
+    for name, w in ours.items():
+        assert np.allclose(w, ref[name][0].numpy(), atol=1e-10, rtol=0), name
+
+
+def test_early_stop_freezes_a_model_exactly():
+    cfg = TrainConfig(steps=400, batch_size=None, lr=5e-2, schedule="constant", eval_every=5, dtype="float64",
+                      device="cpu")
+    easy = AoTSpec(heads=2, head_dim=4, dim=4, vocab=4, seq_len=1, seed=0)       # 4 associations: memorized fast
+    hard = AoTSpec(heads=1, head_dim=1, dim=1, vocab=6, seq_len=2, seed=1)       # 36 associations, d = 1: cannot
+    res = train_models([easy, hard], cfg, keep_params=True)
+    assert res.memorized[0] and not res.memorized[1]
+    stop = int(res.stop_step[0])
+    assert 0 < stop < 400 and res.steps[0] == stop and res.steps[1] == 400
+    # retraining the easy model for exactly `stop` steps without early stop gives the same weights
+    again = train_models([easy], TrainConfig(**{**cfg.to_dict(), "steps": stop, "early_stop": False,
+                                                "betas": cfg.betas}), keep_params=True)
+    for name, w in again.params[0].items():
+        assert np.array_equal(w, res.params[0][name]), name
+
+
+def test_lr_factor_matches_torch_schedulers():
+    total, warm = 200, 10
+    p = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([p], lr=1.0)
+    sched = torch.optim.lr_scheduler.SequentialLR(opt, [
+        torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, end_factor=1.0, total_iters=warm),
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total - warm)], milestones=[warm])
+    ref = []
+    for _ in range(total):
+        ref.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    ours = lr_factor(torch.arange(total), total)
+    assert np.allclose(ours.numpy(), ref, atol=1e-9)
+    assert float(lr_factor(total, total)) == pytest.approx(0.0, abs=1e-12)
+    assert torch.equal(lr_factor(torch.arange(5), 5, schedule="constant"), torch.ones(5, dtype=torch.float64))
+
+
+def test_capacity_search_finds_known_threshold():
+    """A stand-in trainer memorizes exactly when T <= 37: ladder + bisection must return 37."""
+    class Fake:
+        def __init__(self, specs):
+            acc = np.array([1.0 if s.examples <= 37 else 37 / s.examples for s in specs])
+            self.accuracy, self.memorized = acc, acc == 1.0
+
+    calls = []
+
+    def fake_train(specs, config):
+        calls.append(len(specs))
+        return Fake(specs)
+
+    spec = MHASpec(heads=1, context_size=2, examples=1, dim=2, classes=2)
+    (res,) = capacity_search([spec], [10, 20, 40, 80], rounds=10, points=3, train=fake_train)
+    assert (res.capacity, res.upper) == (37, 38)
+    assert calls[0] == 4      # the whole ladder ran as one stack
+
+
+def test_capacity_search_on_a_tiny_real_model():
+    """N = 3, S = 1: 3 associations; an AoT with d = 3 memorizes all of them (T0 = N^S = 3)."""
+    cfg = TrainConfig(steps=300, batch_size=None, lr=5e-2, schedule="constant", eval_every=10, device="cpu")
+    spec = AoTSpec(heads=1, head_dim=3, dim=3, vocab=3, seq_len=1)
+    (res,) = capacity_search([spec], [1, 2, 3], cfg, rounds=0)
+    assert res.capacity == 3 and res.upper is None
+    assert [T for T, _ in res.tried] == [1, 2, 3]
+
+
+def test_stacked_aot_training_with_padding_equals_one_by_one():
+    cfg = TrainConfig(steps=30, batch_size=16, lr=1e-2, schedule="constant", early_stop=False, dtype="float64",
+                      device="cpu")
+    specs = [AoTSpec(heads=H, head_dim=dh, dim=d, vocab=5, mlp_width=w, seed=i)
+             for i, (H, dh, d, w) in enumerate([(1, 2, 3, 0), (3, 1, 2, 0), (1, 3, 3, 8)])]
+    stacked = train_models(specs, cfg, keep_params=True)
+    for i, spec in enumerate(specs):
+        alone = train_models([spec], cfg, keep_params=True)
+        for name, w in alone.params[0].items():
+            assert w.shape == stacked.params[i][name].shape
+            assert np.allclose(w, stacked.params[i][name], atol=1e-9, rtol=0), name
+
+
+def test_groups_split_only_on_what_cannot_be_padded_and_keep_order():
+    specs = [MHASpec(heads=1, context_size=3, examples=10, dim=d, classes=3) for d in (4, 6, 4)]
+    assert group_by_shape(specs) == [[0, 2], [1]]
+    res = train_models(specs, TrainConfig(steps=5, batch_size=4, device="cpu"))
+    assert [r["dim"] for r in res.records()] == [4, 6, 4]
+    assert res.accuracy[0] == res.accuracy[2]        # same spec, same seeds: same numbers
+
+
+def test_regression_reports_mse_and_no_accuracy():
+    specs = [MHASpec(heads=2, context_size=3, examples=16, dim=4, classes=None, out_dim=2, shared=s) for s in (True, False)]
+    res = train_models(specs, TrainConfig(steps=30, batch_size=8, lr=1e-2, device="cpu"))
+    assert np.isnan(res.accuracy).all() and (res.loss > 0).all() and not res.memorized.any()
+    assert res.records()[0]["accuracy"] is None
+
+
+def test_trained_attention_rows_are_distributions():
+    spec = MHASpec(heads=2, context_size=3, examples=6, dim=4, classes=3)
+    res = train_models([spec], TrainConfig(steps=3, batch_size=2, device="cpu"), keep_params=True)
+    theta = trained_attention(spec, res.params[0], device="cpu")
+    assert theta.shape == (6, 2, 3) and np.allclose(theta.sum(-1), 1.0, atol=1e-6)
+
+
+def test_spec_and_config_round_trip_through_dicts():
+    spec = AoTSpec(heads=2, head_dim=3, dim=4, mlp_width=8, seed=3)
+    assert spec_from_dict(spec.to_dict()) == spec
+    cfg = TrainConfig(steps=7, epochs=3, betas=(0.8, 0.9))
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.steps_for(1000) == max(7, 3 * 1000 // 256)
+
+
+def test_error_messages_name_the_argument():
+    with pytest.raises(ValueError, match="heads must be a positive integer, got 0"):
+        MHASpec(heads=0, context_size=2, examples=3)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        TrainConfig(schedule="linear")
+    with pytest.raises(ValueError, match=r"examples must be at most N\^S = 4"):
+        AoTSpec(heads=1, head_dim=1, dim=1, vocab=2, seq_len=2, examples=5)
+    with pytest.raises(ValueError, match="specs must hold at least one model"):
+        train_models([])
+    with pytest.raises(ValueError, match="regression model"):
+        capacity_search([MHASpec(heads=1, context_size=2, examples=3, classes=None)], [2])
+    with pytest.raises(ValueError, match="record has keys"):
+        spec_from_dict({"model": "aot", "heads": 1, "head_dim": 1, "dim": 1, "colour": 2})
+    with pytest.raises(ValueError, match=r"queries must have shape \(m, B, d\)"):
+        mha_forward_stacked(_stack_params([MHASpec(heads=1, context_size=2, examples=3, dim=2, embedding=False)])[1],
+                            torch.zeros(1, 2, 2, dtype=torch.float64), torch.zeros(2, 3, 2, dtype=torch.float64))
