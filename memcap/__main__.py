@@ -6,6 +6,7 @@
 * ``list``: the experiments and their job counts per profile.
 * ``bench [--models K] [--steps S] [--workload mha|aot|both] [--device DEV] [--json]``: stacked engine
   vs one-model-at-a-time loop.
+* ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 
 ``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1).
 """
@@ -76,6 +77,16 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _student_edition(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from memcap.edition import build_student_edition
+
+    html = build_student_edition(Path.cwd(), args.output)
+    print(f"student edition: {html / 'index.html'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m memcap``."""
     from memcap.experiments import EXPERIMENTS
@@ -102,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", default=None)
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     bench.set_defaults(run=_bench)
+    student = sub.add_parser("student-edition", help="build the book without solutions (run from the book's root)")
+    student.add_argument("--output", default="_build/student", help="output folder (default: _build/student)")
+    student.set_defaults(run=_student_edition)
     return parser
 
 

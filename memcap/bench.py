@@ -52,16 +52,17 @@ def _timed(fn, device: torch.device) -> tuple[float, float]:
 
 
 def run_bench(workloads: tuple[str, ...] = WORKLOADS, *, models: int = 16, steps: int = 200,
-              device: str | None = None) -> dict:
+              device: str | None = None, command: str | None = None) -> dict:
     """Time stacked vs looped training of ``models`` models for ``steps`` steps on each workload.
 
     Returns a JSON-able dict: hardware (:func:`memcap.device.describe`), the command line, and per
     workload the model-steps per second of both sides, their ratio and the peak memory (MiB; on CPU the
-    process's peak resident set, which only grows, so the loop, run first, reads lower).
+    process's peak resident set, which only grows, so the loop, run first, reads lower). ``command`` is
+    the command line to record (default: this process's own arguments).
     """
     k, S = positive_int("models", models), positive_int("steps", steps)
     dev = pick_device(device)
-    out = {"hardware": describe(dev), "command": "python -m memcap " + " ".join(sys.argv[1:]) if sys.argv else "",
+    out = {"hardware": describe(dev), "command": command if command is not None else "python -m memcap " + " ".join(sys.argv[1:]),
            "models": k, "steps": S, "workloads": {}}
     for name in workloads:
         specs, config = workload(name, k)

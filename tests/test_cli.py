@@ -61,3 +61,11 @@ def test_list_and_bad_arguments():
 def test_errors_name_the_argument(args, message):
     out = _run(*args)
     assert out.returncode == 2 and message in out.stderr
+
+
+def test_student_edition_outside_the_book_names_the_problem(tmp_path, monkeypatch, capsys):
+    from memcap.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["student-edition", "--output", str(tmp_path / "out")]) == 2
+    assert "root must be the book's folder (with _toc.yml)" in capsys.readouterr().err
