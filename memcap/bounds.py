@@ -50,6 +50,12 @@ p_err = sp.Symbol("p_err", real=True, nonnegative=True)
 """Probability that the next token differs from the look-up table's answer g(t_{1:S})."""
 d_tv = sp.Symbol("d_TV", real=True, nonnegative=True)
 """Total-variation distance between the renormalised error distribution and the uniform one."""
+C = sp.Symbol("C", real=True, positive=True)
+"""A constant of Dana et al.: Theorem 1's C (depends on the attention), Theorem 2's ||W W^T - I||_inf."""
+eps = sp.Symbol("epsilon", real=True, nonnegative=True)
+"""Probability mass of the sequences an AoT of Theorem 1 does not keep."""
+norm_WE = sp.Symbol("norm_WE", real=True, nonnegative=True)
+"""Spectral norm of the (N, T) matrix of optimal logits W E (Dana et al., Theorem 1)."""
 
 MAHDAVI = "Mahdavi et al. (2024)"
 DANA = "Dana et al. (2024)"
@@ -89,9 +95,15 @@ JL_CONSTANT_EXPR = sp.sqrt(32 * sp.log(N + 1) / d)
 THM2_LAMBDA_BOUND_EXPR = sp.log((N - 1) / (sp.exp(h) - 1)) / (1 - 2 * JL_CONSTANT_EXPR)
 """Dana et al., Theorem 2 proof (App. A.3): the scale lambda solving their Eq. (6) is at most
 log((N-1)/(e^h - 1)) / (1 - 2C), h the Shannon entropy of the next-token distribution."""
-THM2_KL_TERM_EXPR = (p_err * sp.log((N - 1) / (sp.exp(h) - 1))
-                     * (1 + 2 * JL_CONSTANT_EXPR + JL_CONSTANT_EXPR * d_tv) / (1 - 2 * JL_CONSTANT_EXPR))
-"""Dana et al., Theorem 2: the term inside the expectation over t_{1:S} bounding d_KL(pi, L(N, S, d))."""
+THM2_KL_TERM_ANY_C_EXPR = p_err * sp.log((N - 1) / (sp.exp(h) - 1)) * (1 + 2 * C + C * d_tv) / (1 - 2 * C)
+"""Dana et al., Theorem 2's per-sequence term for any C >= ||W W^T - I||_inf with C < 1/2 (their proof
+uses nothing else about C)."""
+THM2_KL_TERM_EXPR = THM2_KL_TERM_ANY_C_EXPR.subs(C, JL_CONSTANT_EXPR)
+"""Dana et al., Theorem 2: the term inside the expectation over t_{1:S} bounding d_KL(pi, L(N, S, d)),
+with the Johnson-Lindenstrauss C."""
+THM1_EXCESS_EXPR = 2 * C * eps * norm_WE
+"""Dana et al., Theorem 1: how much the AoT's divergence may exceed the best sequence encoder's (beside
+gamma): 2 C eps ||W E||_2, the factor 2 from their inequality (14)."""
 THM2_SIMPLIFIED_KL_BOUND_EXPR = ((1 + 4 * JL_CONSTANT_EXPR) / (1 - 2 * JL_CONSTANT_EXPR)
                                  * p_err * sp.log((N - 1) / (sp.exp(h) - 1)))
 """Dana et al., Theorem 2, simplified form: p_err the mean error probability, h the mean entropy."""
@@ -127,6 +139,8 @@ _COR2_CAPACITY_FROM_ACCURACY = _numeric((acc, N, T0), COR2_CAPACITY_FROM_ACCURAC
 _JL_CONSTANT = _numeric((N, d), JL_CONSTANT_EXPR)
 _THM2_LAMBDA_BOUND = _numeric((N, d, h), THM2_LAMBDA_BOUND_EXPR)
 _THM2_KL_TERM = _numeric((N, d, p_err, h, d_tv), THM2_KL_TERM_EXPR)
+_THM2_KL_TERM_ANY_C = _numeric((N, C, p_err, h, d_tv), THM2_KL_TERM_ANY_C_EXPR)
+_THM1_EXCESS = _numeric((C, eps, norm_WE), THM1_EXCESS_EXPR)
 _THM2_SIMPLIFIED_KL_BOUND = _numeric((N, d, p_err, h), THM2_SIMPLIFIED_KL_BOUND_EXPR)
 _KIM_PARAM_COUNT = _numeric((S, N, T0), KIM_PARAM_COUNT_EXPR)
 _HUBEN_MORRIS_PARAM_COUNT = _numeric((S, N, T0, d), HUBEN_MORRIS_PARAM_COUNT_EXPR)
@@ -315,6 +329,30 @@ def thm2_kl_bound_term(vocab: int, dim: int, error_prob: float, entropy: float, 
                                _entropy("entropy", entropy, nv), _real_in("tv_distance", tv_distance, 0.0, 2.0)))
 
 
+def thm2_kl_term_with_constant(vocab: int, constant: float, error_prob: float, entropy: float,
+                               tv_distance: float) -> float:
+    """Dana et al., Theorem 2's per-sequence term with a given C in (0, 1/2) instead of the
+    Johnson-Lindenstrauss value: valid for any unembedding whose Gram deviation ||W W^T - I||_inf is at
+    most C (e.g. the measured one). Arguments as in :func:`thm2_kl_bound_term`."""
+    nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
+    c = _real_in("constant", constant, 0.0, math.inf, open_low=True)
+    if c >= 0.5:
+        raise ValueError(f"Theorem 2 needs C < 1/2, got C = {c:.3f}")
+    return float(_THM2_KL_TERM_ANY_C(nv, c, _real_in("error_prob", error_prob, 0.0, 1.0),
+                                      _entropy("entropy", entropy, nv),
+                                      _real_in("tv_distance", tv_distance, 0.0, 2.0)))
+
+
+def thm1_excess_divergence(constant: float, epsilon: float, logits_norm: float) -> float:
+    """Dana et al., Theorem 1: the excess 2 C eps ||W E||_2 of the AoT's divergence over the best
+    sequence encoder's (gamma aside). ``constant`` C > 0, ``epsilon`` in [0, 1] the mass of the sequences
+    not kept, ``logits_norm`` >= 0 the spectral norm of the optimal logits W E."""
+    c = _real_in("constant", constant, 0.0, math.inf, open_low=True)
+    e = _real_in("epsilon", epsilon, 0.0, 1.0)
+    w = _real_in("logits_norm", logits_norm, 0.0, math.inf)
+    return float(_THM1_EXCESS(c, e, w))
+
+
 def thm2_simplified_kl_bound(vocab: int, dim: int, error_prob: float, mean_entropy: float) -> float:
     """Dana et al., Theorem 2, simplified form as the paper states it:
     d_KL(pi, L(N, S, d)) <= (1 + 4C)/(1 - 2C) E[pi(t_{S+1} != g(t_{1:S}))] log((N - 1)/(e^{E[h]} - 1)).
@@ -423,6 +461,10 @@ BOUNDS: dict[str, Bound] = {
                                f"{DANA}, Theorem 2 (App. A.3)"),
     "thm2_kl_bound_term": Bound(THM2_KL_TERM_EXPR, thm2_kl_bound_term,
                                 "per-sequence term of the divergence bound", f"{DANA}, Theorem 2"),
+    "thm2_kl_term_with_constant": Bound(THM2_KL_TERM_ANY_C_EXPR, thm2_kl_term_with_constant,
+                                       "Theorem 2's per-sequence KL term for a given C < 1/2", DANA),
+    "thm1_excess_divergence": Bound(THM1_EXCESS_EXPR, thm1_excess_divergence,
+                                   "Theorem 1: excess divergence 2 C eps ||W E||_2 over the best encoder", DANA),
     "thm2_simplified_kl_bound": Bound(THM2_SIMPLIFIED_KL_BOUND_EXPR, thm2_simplified_kl_bound,
                                       "divergence of the best sequence encoder (simplified)", f"{DANA}, Theorem 2"),
     "kim_param_count": Bound(KIM_PARAM_COUNT_EXPR, kim_param_count,

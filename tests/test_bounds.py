@@ -176,10 +176,30 @@ def test_arguments_are_validated_by_name() -> None:
 
 def test_registry_lists_every_bound_with_its_expression() -> None:
     assert len(B.BOUNDS) >= 20
-    symbols = {B.H, B.n, B.d, B.d_h, B.d_v, B.d_out, B.m, B.N, B.S, B.T0, B.X, B.acc, B.h, B.p_err, B.d_tv}
+    symbols = {B.H, B.n, B.d, B.d_h, B.d_v, B.d_out, B.m, B.N, B.S, B.T0, B.X, B.acc, B.h, B.p_err, B.d_tv, B.C, B.eps, B.norm_WE}
     for name, (expr, fn, description, citation) in B.BOUNDS.items():
         assert fn is getattr(B, name)
         assert isinstance(expr, sp.Expr) and expr.free_symbols <= symbols
         assert description and ("Mahdavi" in citation or "Dana" in citation)
     assert B.BOUNDS["mha_capacity"].expr == B.MHA_CAPACITY_EXPR
     assert all(s.is_integer and s.is_positive for s in (B.H, B.n, B.d, B.d_h, B.d_v, B.d_out, B.m, B.N, B.S, B.T0))
+
+
+def test_theorem2_term_with_the_jl_constant_equals_the_general_term():
+    from memcap import bounds
+
+    N_, d_ = 4, 2000
+    c = bounds.jl_constant(N_, d_)
+    assert bounds.thm2_kl_term_with_constant(N_, c, 0.1, 0.5, 0.3) == pytest.approx(
+        bounds.thm2_kl_bound_term(N_, d_, 0.1, 0.5, 0.3), rel=1e-12)
+    with pytest.raises(ValueError, match="Theorem 2 needs C < 1/2"):
+        bounds.thm2_kl_term_with_constant(N_, 0.5, 0.1, 0.5, 0.0)
+
+
+def test_theorem1_excess_divergence():
+    from memcap import bounds
+
+    assert bounds.thm1_excess_divergence(3.0, 0.1, 2.0) == pytest.approx(1.2)
+    assert bounds.thm1_excess_divergence(3.0, 0.0, 2.0) == 0.0
+    with pytest.raises(ValueError, match="epsilon must lie in"):
+        bounds.thm1_excess_divergence(3.0, 1.5, 2.0)

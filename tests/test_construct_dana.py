@@ -189,7 +189,7 @@ def test_theorem_1_epsilon_bound_holds():
     assert missed <= 0.3 + 1e-12 and built.kept.numel() <= 8
     kl = D.expected_kl(probs, aot_forward(built.params, tokens), prior)
     norm = float(torch.linalg.matrix_norm(enc.logits.T, ord=2))
-    assert kl <= fit.kl + D.theorem1_gap_bound(built.constant, missed, norm) + 1e-9
+    assert kl <= fit.kl + bounds.thm1_excess_divergence(built.constant, missed, norm) + 1e-9
 
 
 def test_theorem_1_refusals():
@@ -282,7 +282,7 @@ def test_theorem_2_encoder_solves_eq6_and_meets_bound(entropy, seed):
     err = 1 - float(probs[0, table[0]])
     kl = D.expected_kl(probs, f)
     assert kl <= lam.max() * err * (1 + C) + 1e-9                                  # our sharper step
-    assert kl <= D.thm2_kl_term_with_constant(N, C, err, entropy, 0.0) + 1e-9      # the paper's term
+    assert kl <= bounds.thm2_kl_term_with_constant(N, C, err, entropy, 0.0) + 1e-9      # the paper's term
 
 
 def test_theorem_2_refusals():
@@ -293,4 +293,4 @@ def test_theorem_2_refusals():
     with pytest.raises(ValueError, match="unit norm"):
         D.lookup_sequence_encoder(torch.full((4, 4), 0.25, dtype=F64), torch.arange(4), 2 * W)
     with pytest.raises(ValueError, match="C < 1/2"):
-        D.thm2_kl_term_with_constant(4, 0.6, 0.1, 0.5, 0.0)
+        bounds.thm2_kl_term_with_constant(4, 0.6, 0.1, 0.5, 0.0)

@@ -12,9 +12,9 @@ and refuses inputs that break the statement's hypotheses with an error naming th
   :func:`head_input_matrix` (A, the attention before output) and :func:`skip_feature_matrix` (F, the
   columns [x_S; W_V^h A^h] that the output matrix acts on).
 * Theorem 1 and Corollary 1: :func:`most_likely_sequences` (T_eps), :func:`theorem1_aot`,
-  :func:`corollary1_aot`; :func:`theorem1_gap_bound` (to move to memcap.bounds).
+  :func:`corollary1_aot`; its excess divergence is :func:`memcap.bounds.thm1_excess_divergence`.
 * Theorem 2: :func:`lookup_sequence_encoder`, :func:`gram_deviation`, :func:`identity_hadamard_unembedding`;
-  :func:`thm2_kl_term_with_constant` (to move to memcap.bounds).
+  the bound with a measured constant is :func:`memcap.bounds.thm2_kl_term_with_constant`.
 * Assumptions: :func:`association_targets` (Assumption 1), :func:`check_full_support` (Assumption 2).
 
 Conventions: token ids are 0-based; the unembedding W is stored as an (N, d) matrix whose row j is the
@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-import sympy as sp
 import torch
 
 from memcap import bounds
@@ -505,15 +504,6 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
     return Theorem1AoT(params, kept, F, constant, paper)
 
 
-def theorem1_gap_bound(constant: float, epsilon: float, logits_norm: float) -> float:
-    """PRIVATE-TO-MOVE (belongs in memcap.bounds): Theorem 1's excess divergence 2 C eps ||W E||_2.
-
-    The factor 2 is the paper's inequality (14); ``logits_norm`` is the spectral norm of the (N, T)
-    logit matrix W E, ``epsilon`` the probability mass of the sequences not kept.
-    """
-    return 2 * positive_real("constant", constant) * float(epsilon) * float(logits_norm)
-
-
 def corollary1_aot(tokens: torch.Tensor, targets: torch.Tensor, vocab: int, *, heads: int, head_dim: int,
                    generator: torch.Generator, scale: float = 1.0) -> Theorem1AoT:
     """Corollary 1: an AoT with d = 2 whose argmax is right on T0 <= H d_h + 2 associations.
@@ -617,24 +607,3 @@ def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor, unembedd
     others[torch.arange(T, device=probs.device), g] = False
     lam = _solve_scale(gaps[others].reshape(T, N - 1), h.clamp_max(math.log(N)))
     return SequenceEncoder(W, lam[:, None] * W[g]), lam
-
-
-_C = sp.Symbol("C", positive=True)
-_THM2_TERM_ANY_C = sp.lambdify(
-    (bounds.N, _C, bounds.p_err, bounds.h, bounds.d_tv),
-    bounds.THM2_KL_TERM_EXPR.subs(bounds.JL_CONSTANT_EXPR, _C), "math")
-
-
-def thm2_kl_term_with_constant(vocab: int, constant: float, error_prob: float, entropy: float,
-                               tv_distance: float) -> float:
-    """PRIVATE-TO-MOVE (belongs in memcap.bounds): Theorem 2's per-sequence term with any C < 1/2.
-
-    The paper's proof only uses C >= ||W W^T - I||_inf, so the bound holds with the measured Gram deviation
-    of the unembedding in place of the Johnson-Lindenstrauss value. The expression is
-    :data:`memcap.bounds.THM2_KL_TERM_EXPR` with its C substituted, not a new formula.
-    """
-    N = positive_int("vocab", vocab)
-    c = positive_real("constant", constant)
-    if c >= 0.5:
-        raise ValueError(f"Theorem 2 needs C < 1/2, got C = {c:.3f}")
-    return float(_THM2_TERM_ANY_C(N, c, error_prob, entropy, tv_distance))
