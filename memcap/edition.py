@@ -85,13 +85,9 @@ _KIND = re.compile(r"^\*\*\((\w[\w -]*)\.?\)\*\*")
 _TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
-def exercise_index(root: str | Path) -> list[dict[str, str]]:
-    """Every exercise of the book, in table-of-contents order.
-
-    Returns one dict per exercise with the chapter's document name (``book/setting``), the chapter's
-    title, the exercise's label and its kind, read from the bold tag that opens its text (e.g.
-    ``**(Proof.)**``; ``"other"`` when there is none).
-    """
+def toc_documents(root: str | Path) -> list[str]:
+    """Every document of the book's ``_toc.yml``, in reading order, as paths without suffix
+    (``book/setting``)."""
     import yaml
 
     root = Path(root).resolve()
@@ -105,9 +101,22 @@ def exercise_index(root: str | Path) -> list[dict[str, str]]:
             if "file" in entry:
                 docs.append(entry["file"])
             walk(entry.get("sections"))
+            walk(entry.get("chapters"))
 
     for part in toc.get("parts", []):
         walk(part.get("chapters"))
+    return docs
+
+
+def exercise_index(root: str | Path) -> list[dict[str, str]]:
+    """Every exercise of the book, in table-of-contents order.
+
+    Returns one dict per exercise with the chapter's document name (``book/setting``), the chapter's
+    title, the exercise's label and its kind, read from the bold tag that opens its text (e.g.
+    ``**(Proof.)**``; ``"other"`` when there is none).
+    """
+    root = Path(root).resolve()
+    docs = toc_documents(root)
     rows = []
     for doc in docs:
         text = (root / f"{doc}.md").read_text(encoding="utf-8")

@@ -53,18 +53,6 @@ def site(tmp_path_factory) -> BuiltSite:
 
 def toc_files() -> list[str]:
     """Every document of ``_toc.yml``, as paths relative to the root without suffix."""
-    import yaml
+    from memcap.edition import toc_documents
 
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
-            walk(entry.get("chapters"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    return files
+    return toc_documents(ROOT)
