@@ -81,7 +81,7 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
 
 
 _EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise-start\}[^\n]*\n:label:\s*(\S+)\s*\n(?:.*\n)*?\1\n", re.MULTILINE)
-_KIND = re.compile(r"^\*\*\((\w[\w -]*)\.?\)\*\*")
+_KIND = re.compile(r"^(?:\*\*)?\((\w[\w -]*?)\.?\)(?:\*\*)?")
 _TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
@@ -113,7 +113,7 @@ def exercise_index(root: str | Path) -> list[dict[str, str]]:
 
     Returns one dict per exercise with the chapter's document name (``book/setting``), the chapter's
     title, the exercise's label and its kind, read from the bold tag that opens its text (e.g.
-    ``**(Proof.)**``; ``"other"`` when there is none).
+    ``**(Proof.)**`` or ``(Proof.)``; ``"other"`` when there is none).
     """
     root = Path(root).resolve()
     docs = toc_documents(root)

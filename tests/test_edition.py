@@ -64,11 +64,13 @@ def test_exercise_index_reads_labels_and_kinds_in_toc_order(tmp_path):
     (tmp_path / "a.md").write_text("# Intro\n\nno exercises\n")
     (tmp_path / "b.md").write_text(
         "# Chapter B\n\n```{exercise-start}\n:label: ex-b-1\n```\n**(Proof.)** Show it.\n```{exercise-end}\n```\n\n"
-        "```{exercise-start}\n:label: ex-b-2\n```\nNo tag here.\n```{exercise-end}\n```\n")
+        "```{exercise-start}\n:label: ex-b-2\n```\nNo tag here.\n```{exercise-end}\n```\n"
+        "```{exercise-start}\n:label: ex-b-3\n```\n(Coding.) Not bold.\n```{exercise-end}\n```\n")
     rows = exercise_index(tmp_path)
     assert rows == [
         {"doc": "b", "chapter": "Chapter B", "label": "ex-b-1", "kind": "proof"},
         {"doc": "b", "chapter": "Chapter B", "label": "ex-b-2", "kind": "other"},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-3", "kind": "coding"},
     ]
     with pytest.raises(ValueError, match="with _toc.yml"):
         exercise_index(tmp_path / "nowhere")
