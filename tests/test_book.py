@@ -67,6 +67,8 @@ def test_every_chapter_was_built_and_executed(site):
         if any(c.cell_type == "code" for c in nb.cells):
             html = page.read_text(encoding="utf-8")
             assert "cell_output" in html, f"{name} has code cells but no outputs: it was not executed"
+            if not name.startswith("book/appendix/"):  # chapters say which device ran them
+                assert "Ran on " in html, f"{name} does not print memcap.device.report()"
 
 
 @pytest.mark.slow
