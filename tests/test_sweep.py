@@ -146,7 +146,8 @@ def test_load_or_run_computes_quick_when_paper_is_missing(tmp_path, monkeypatch)
     monkeypatch.setattr(experiments.get(name), "jobs", lambda profile: small)
     res = experiments.load_or_run(name, cache_dir=tmp_path)
     assert (res.profile, res.source, res.caption) == ("quick", "computed", "(quick profile)")
-    assert experiments.load_or_run(name, cache_dir=tmp_path).source == "cache"
+    assert experiments.load_or_run(name, cache_dir=tmp_path).source == "computed"   # never read back
+    assert not any(tmp_path.rglob("*.json")), "quick results must not be written to the cache"
 
 
 def test_error_messages():
@@ -162,3 +163,16 @@ def test_error_messages():
         run_job({"kind": "dance"})
     with pytest.raises(ValueError, match="experiment must be a plain name"):
         ResultCache("/tmp").get("../x", {})
+
+
+def test_load_or_run_always_recomputes_the_quick_profile(monkeypatch, tmp_path):
+    """Quick results are never read back from the cache (they would go stale when the code changes);
+    paper results are."""
+    from memcap import experiments
+
+    calls = []
+    monkeypatch.setattr(experiments, "run", lambda name, profile, cache_dir, **kw: calls.append((profile, kw["use_cache"])))
+    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
+    experiments.load_or_run("mahdavi_fig2a", cache_dir=tmp_path)
+    experiments.load_or_run("mahdavi_fig2a", profile="paper", cache_dir=tmp_path)
+    assert calls == [("quick", False), ("paper", True)]

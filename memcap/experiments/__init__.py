@@ -104,15 +104,18 @@ def load_or_run(name: str, profile: str | None = None, cache_dir: Any = None, *,
     """Results for a chapter: cached paper results when all are present, else run ``profile``.
 
     ``profile=None``: paper results from the cache if complete, otherwise the profile of
-    ``MEMCAP_PROFILE`` (quick by default), computed or read from the cache. An explicit ``profile`` is
-    read from the cache or computed. Check ``.source`` and ``.profile`` (or use ``.caption``) to say
-    where the numbers came from.
+    ``MEMCAP_PROFILE`` (quick by default). The quick profile is always computed afresh and never read
+    from (or written to) the cache: the cache is keyed by configuration and memcap version, not by the
+    code, so reading quick results back would let a change in the engine leave stale figures in the book.
+    The paper profile is read from the cache where present and computed (resumably) otherwise. Check
+    ``.source`` and ``.profile`` (or use ``.caption``) to say where the numbers came from.
     """
     if profile is None:
         paper = cached(name, "paper", cache_dir)
         if paper is not None:
             return paper
-    return run(name, profile, cache_dir, executor=executor, progress=progress)
+    chosen = check_profile(profile)
+    return run(name, chosen, cache_dir, executor=executor, progress=progress, use_cache=chosen != "quick")
 
 
 __all__ = ["EXPERIMENTS", "PROFILES", "ExperimentResults", "cached", "get", "jobs", "load_or_run", "run"]

@@ -1,7 +1,12 @@
 """Mahdavi et al., Figure 2(b): memorization grows monotonically with the context size n (H = 20, d_h = d)."""
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+
 from memcap.experiments._grids import mha_jobs
+from memcap.experiments.mahdavi_fig2a import curves, theory_table
 
 NAME = "mahdavi_fig2b"
 LABEL = "mha-fig-2b"
@@ -28,3 +33,14 @@ def jobs(profile: str) -> list[dict]:
     grid = PAPER if profile == "paper" else QUICK
     return mha_jobs(grid["model"], "context_size", grid["context_size"], grid["examples"], grid["seeds"],
                     grid["train"], split_by="examples" if profile == "paper" else None)
+
+
+def summarize(records: Sequence[dict]) -> dict:
+    """Figure 2(b) as arrays: ``context_size`` (k,), ``examples`` (m,), ``accuracy``/``low``/``high``/
+    ``theory`` (m, k), and ``worst_drop`` (m,): the largest fall of accuracy from one n to the next
+    (0 when the curve is monotone non-decreasing)."""
+    c = curves(records, "context_size")
+    steps = np.diff(c.mean, axis=1)                                           # (m, k-1)
+    return {"context_size": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
+            "seeds": c.seeds, "theory": theory_table(c, records[0]),
+            "worst_drop": np.maximum(0.0, -steps.min(axis=1)) if steps.shape[1] else np.zeros(len(c.examples))}

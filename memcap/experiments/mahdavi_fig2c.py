@@ -1,7 +1,12 @@
 """Mahdavi et al., Figure 2(c): the head dimension d_h helps only while d_h <= n (H = 30, n = 32, d = 64)."""
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+
 from memcap.experiments._grids import mha_jobs
+from memcap.experiments.mahdavi_fig2a import curves, theory_table
 
 NAME = "mahdavi_fig2c"
 LABEL = "mha-fig-2c"
@@ -14,11 +19,12 @@ PAPER = {
     "seeds": [0],
     "train": {"steps": 300_000, "batch_size": 256, "lr": 1e-3, "eval_every": 500},
 }
+# Quick: three seeds at one T, since single-seed curves over d_h are too noisy to show where the gain stops.
 QUICK = {
     "model": {"dim": 16, "heads": 4, "context_size": 6, "classes": 100, "shared": True},
-    "head_dim": [1, 2, 4, 6, 8, 12, 16],
-    "examples": [200, 300],
-    "seeds": [0],
+    "head_dim": [1, 2, 4, 6, 10, 16],
+    "examples": [300],
+    "seeds": [0, 1, 2],
     "train": {"steps": 2000, "batch_size": 128, "lr": 1e-2, "eval_every": 250},
 }
 
@@ -28,3 +34,20 @@ def jobs(profile: str) -> list[dict]:
     grid = PAPER if profile == "paper" else QUICK
     return mha_jobs(grid["model"], "head_dim", grid["head_dim"], grid["examples"], grid["seeds"], grid["train"],
                     split_by="examples" if profile == "paper" else None)
+
+
+def summarize(records: Sequence[dict]) -> dict:
+    """Figure 2(c) as arrays: ``head_dim`` (k,), ``examples`` (m,), ``accuracy``/``low``/``high``/``theory``
+    (m, k), and per T the mean gain of accuracy per unit of d_h below and above d_h = n:
+    ``gain_below`` = (acc(n) - acc(min d_h)) / (n - min d_h), ``gain_above`` = (acc(max d_h) - acc(n)) /
+    (max d_h - n) (m,). Theorem 1's bound H(min(n, d_h) - 1) + 1 stops growing at d_h = n."""
+    c = curves(records, "head_dim")
+    n = int(records[0]["context_size"])
+    if n not in c.x or n in (c.x[0], c.x[-1]):
+        raise ValueError(f"the d_h grid must contain n = {n} strictly inside it, got {c.x.tolist()}")
+    at = int(np.nonzero(c.x == n)[0][0])
+    below = (c.mean[:, at] - c.mean[:, 0]) / (n - c.x[0])
+    above = (c.mean[:, -1] - c.mean[:, at]) / (c.x[-1] - n)
+    return {"head_dim": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
+            "seeds": c.seeds, "context_size": n, "theory": theory_table(c, records[0]),
+            "gain_below": below, "gain_above": above}

@@ -7,8 +7,14 @@ the weights kept, so the chapter can compute attention with :func:`memcap.train.
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
+import numpy as np
+
 from memcap.experiments._grids import mha_capacity_jobs, split_jobs
-from memcap.train import MHASpec, TrainConfig
+from memcap.train import MHASpec, TrainConfig, spec_from_dict, trained_attention
+
+_SPEC_FIELDS = tuple(f.name for f in fields(MHASpec))
 
 NAME = "mahdavi_fig3"
 LABEL = "mha-fig-3"
@@ -25,13 +31,14 @@ PAPER = {
     "seeds": [0],
     "train": {"steps": 300_000, "batch_size": 256, "lr": 1e-3, "eval_every": 500},
 }
+# Quick: the paper's H = 4 and 8, each at the largest T it memorizes at this size (the ladder checks it).
 QUICK = {
     "model": {"dim": 16, "context_size": 8, "classes": 100, "shared": True},
-    "examples": {2: 30, 4: 120},
-    "capacity_candidates": [20, 30, 40, 80, 120, 160],
+    "examples": {4: 140, 8: 320},
+    "capacity_candidates": [140, 180, 320, 400],
     "capacity_rounds": 0,
     "seeds": [0],
-    "train": {"steps": 2000, "batch_size": 64, "lr": 1e-2, "eval_every": 100},
+    "train": {"steps": 4000, "batch_size": 64, "lr": 2e-2, "eval_every": 100},
 }
 
 
@@ -44,3 +51,46 @@ def jobs(profile: str) -> list[dict]:
     specs = [MHASpec(**grid["model"], heads=H, examples=grid["examples"][H], seed=s, data_seed=s)
              for H in heads for s in grid["seeds"]]
     return out + split_jobs(specs, TrainConfig(**grid["train"]), None, keep_params=True)
+
+
+def saturation(theta: np.ndarray, threshold: float = SATURATION_THRESHOLD) -> dict:
+    """Saturation statistics of attention weights ``theta`` (T, H, n) (Mahdavi et al., Appendix H).
+
+    Returns ``max_weight`` (T, H) (largest weight of head h on example t), ``saturated`` (T, H) (that
+    weight > ``threshold``), ``count`` (T,) saturated heads per example, ``fraction_saturated`` (share of
+    all H T head-example pairs) and ``fraction_with_unsaturated`` (share of examples with at least one
+    unsaturated head).
+    """
+    theta = np.asarray(theta, dtype=float)
+    if theta.ndim != 3 or 0 in theta.shape:
+        raise ValueError(f"theta must have shape (T, H, n) with no empty axis, got {theta.shape}")
+    if not np.allclose(theta.sum(axis=2), 1.0, atol=1e-5) or (theta < 0).any():
+        raise ValueError("theta must hold softmax weights: non-negative, summing to 1 over the context axis")
+    threshold = float(threshold)
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must lie in (0, 1), got {threshold}")
+    top = theta.max(axis=2)                                                   # (T, H)
+    sat = top > threshold
+    return {"max_weight": top, "saturated": sat, "count": sat.sum(axis=1),
+            "fraction_saturated": float(sat.mean()), "fraction_with_unsaturated": float((~sat).any(axis=1).mean())}
+
+
+def summarize(results) -> list[dict]:
+    """Per trained model of the saturation jobs (ExperimentResults ``results``): its spec fields, training
+    accuracy, the capacity found for its H (``capacity``, ``upper``) and :func:`saturation` of its
+    attention on the whole training set (recomputed from the kept weights)."""
+    caps = {c["spec"]["heads"]: c for c in results.capacities}
+    out = []
+    for job, res in zip(results.jobs, results.results):
+        if job.get("kind") != "train":
+            continue
+        arrays = res.get("arrays")
+        if not arrays:
+            raise ValueError("the saturation jobs must keep the trained weights (keep_params=True)")
+        for i, record in enumerate(res["records"]):
+            spec = spec_from_dict({k: record[k] for k in ("model",) + _SPEC_FIELDS})
+            params = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.split("/", 1)[0] == str(i)}
+            stats = saturation(trained_attention(spec, params))
+            cap = caps.get(spec.heads, {})
+            out.append({**record, **stats, "capacity": cap.get("capacity"), "upper": cap.get("upper")})
+    return out

@@ -5,7 +5,13 @@ it weakens. Grids from the authors' published run script.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+
 from memcap.experiments._grids import mha_jobs
+from memcap.experiments.mahdavi_fig2a import curves, linear_on_unsaturated, matches, theory_table
+from memcap.sweep import check_profile
 
 NAME = "mahdavi_fig4"
 LABEL = "mha-fig-4"
@@ -50,3 +56,28 @@ def jobs(profile: str) -> list[dict]:
     out += mha_jobs({**reg, "heads": g["heads_for_context"]}, "context_size", g["context_size"],
                     g["regression_examples"], g["seeds"], g["train"], split_by=split)
     return out
+
+
+def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
+    """Figure 4 as four panels keyed ``(task, axis)``, task 'classification' or 'regression', axis 'heads'
+    or 'context_size'. Each panel: ``x`` (k,), ``examples`` (m,), ``value``/``low``/``high``/``theory``
+    (m, k) (accuracy and its Theorem 1 guarantee, or MSE and its bound), and ``r2`` (m,): R² of a line
+    fitted on the non-saturated part (classification; NaN when fewer than 3 points remain)."""
+    g = PAPER if check_profile(profile) == "paper" else QUICK
+    panels = {}
+    sizes = {("classification", "heads"): g["classification_examples_heads"],
+             ("classification", "context_size"): g["classification_examples_context"],
+             ("regression", "heads"): g["regression_examples"], ("regression", "context_size"): g["regression_examples"]}
+    for task, classes in (("classification", 100), ("regression", None)):
+        for axis, fixed in (("heads", {"context_size": g["context_size_for_heads"]}),
+                            ("context_size", {"heads": g["heads_for_context"]})):
+            where = {"classes": classes, "shared": False, axis: g[axis], "examples": sizes[(task, axis)], **fixed}
+            value = "accuracy" if classes else "loss"
+            c = curves(records, axis, value=value, where=where)
+            base = next(r for r in records if matches(r, where))
+            line = [linear_on_unsaturated(c.x, row) for row in c.mean] if classes else [None] * len(c.examples)
+            panels[(task, axis)] = {"x": c.x, "examples": c.examples, "value": c.mean, "low": c.low,
+                                    "high": c.high, "seeds": c.seeds,
+                                    "theory": theory_table(c, base, "accuracy" if classes else "mse"),
+                                    "r2": np.array([np.nan if f is None else f.r2 for f in line])}
+    return panels

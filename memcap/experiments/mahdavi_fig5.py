@@ -1,7 +1,13 @@
 """Mahdavi et al., Figure 5: regression (y ~ U(0,1)) with a shared context; the error falls with H and n."""
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+
 from memcap.experiments._grids import mha_jobs
+from memcap.experiments.mahdavi_fig2a import curves, matches, theory_table
+from memcap.sweep import check_profile
 
 NAME = "mahdavi_fig5"
 LABEL = "mha-fig-5"
@@ -23,7 +29,7 @@ QUICK = {
     "examples_heads": [200],
     "examples_context": [200],
     "seeds": [0],
-    "train": {"steps": 3000, "batch_size": 128, "lr": 1e-2, "eval_every": 500},
+    "train": {"steps": 2000, "batch_size": 128, "lr": 1e-2, "eval_every": 500},
 }
 
 
@@ -35,3 +41,21 @@ def jobs(profile: str) -> list[dict]:
                      g["examples_heads"], g["seeds"], g["train"], split_by=split)
             + mha_jobs({**g["model"], "heads": g["heads_for_context"]}, "context_size", g["context_size"],
                        g["examples_context"], g["seeds"], g["train"], split_by=split))
+
+
+def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
+    """Figure 5 as two panels keyed by axis ('heads', 'context_size'): ``x`` (k,), ``examples`` (m,),
+    ``mse``/``low``/``high``/``theory`` (m, k) (training MSE and the bound from Theorem 1's features), and
+    ``worst_rise`` (m,): the largest increase of MSE from one grid value to the next (0 when it only falls)."""
+    g = PAPER if check_profile(profile) == "paper" else QUICK
+    panels = {}
+    for axis, fixed, sizes in (("heads", {"context_size": g["context_size_for_heads"]}, g["examples_heads"]),
+                               ("context_size", {"heads": g["heads_for_context"]}, g["examples_context"])):
+        where = {"classes": None, "shared": True, axis: g[axis], "examples": sizes, **fixed}
+        c = curves(records, axis, value="loss", where=where)
+        base = next(r for r in records if matches(r, where))
+        steps = np.diff(c.mean, axis=1)                                       # (m, k-1)
+        panels[axis] = {"x": c.x, "examples": c.examples, "mse": c.mean, "low": c.low, "high": c.high,
+                        "seeds": c.seeds, "theory": theory_table(c, base, "mse"),
+                        "worst_rise": np.maximum(0.0, steps.max(axis=1)) if steps.shape[1] else np.zeros(len(c.examples))}
+    return panels
