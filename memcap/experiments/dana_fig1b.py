@@ -1,11 +1,21 @@
 """Dana et al., Figure 1(b): accuracy grows roughly quadratically in d_h (d = 10, H = 20, N = 50)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
+from memcap import bounds
 from memcap.experiments._grids import aot_jobs
+from memcap.experiments.dana_fig1a import mean_accuracy, previous_accuracy, shared_value
+from memcap.fits import PolyFit, linear_fit, poly_fit
 
 NAME = "dana_fig1b"
 LABEL = "aot-fig-1b"
 TITLE = "AoT accuracy vs head dimension d_h"
+
+PAPER_DEGREE = 2
+"""Dana et al., Figure 1(b): the least-squares polynomial in d_h that matches the accuracy is quadratic."""
 
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
@@ -13,11 +23,12 @@ PAPER = {
     "seeds": [0, 1, 2, 3, 4],
     "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
 }
+# Quick: d_h up to d = 8 at H = 2, so the widest heads stay below saturation (T0 = 256).
 QUICK = {
-    "model": {"vocab": 20, "seq_len": 2, "dim": 5, "heads": 5},
-    "head_dim": [1, 2, 3, 4, 5],
+    "model": {"vocab": 16, "seq_len": 2, "dim": 8, "heads": 2},
+    "head_dim": [1, 2, 3, 4, 6, 8],
     "seeds": [0, 1],
-    "train": {"steps": 1500, "batch_size": 256, "lr": 1e-2, "schedule": "constant", "eval_every": 250},
+    "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
 }
 
 
@@ -26,3 +37,39 @@ def jobs(profile: str) -> list[dict]:
     g = PAPER if profile == "paper" else QUICK
     return aot_jobs(g["model"], "head_dim", g["head_dim"], g["seeds"], g["train"],
                     split_by="seed" if profile == "paper" else None)
+
+
+@dataclass(frozen=True)
+class HeadDimSummary:
+    """Accuracy vs d_h at fixed H, d, N (mean and std over seeds, arrays (k,) over ``head_dim``).
+
+    ``quadratic``/``line``: least-squares fits of degree 2 and 1 in d_h to the mean accuracy (Dana et al.
+    fit the quadratic); ``cor2`` = phi(H d_h + d) and ``previous`` = phi(H(d_h - 1) + 1) per d_h.
+    """
+
+    head_dim: np.ndarray
+    accuracy: np.ndarray
+    spread: np.ndarray
+    cor2: np.ndarray
+    previous: np.ndarray
+    quadratic: PolyFit
+    line: PolyFit
+    heads: int
+    dim: int
+    vocab: int
+    T0: int
+
+
+def summarize(results) -> HeadDimSummary:
+    """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
+    records = getattr(results, "records", results)
+    H, d, N, S = (shared_value(records, f) for f in ("heads", "dim", "vocab", "seq_len"))
+    T0 = N ** S
+    d_h, acc, spread = mean_accuracy(records, "head_dim")
+    if d_h.size < 3:
+        raise ValueError(f"records must cover at least 3 values of d_h for a quadratic, got {d_h.size}")
+    return HeadDimSummary(
+        head_dim=d_h, accuracy=acc, spread=spread,
+        cor2=np.array([bounds.cor2_accuracy(H, int(k), d, N, T0) for k in d_h]),
+        previous=np.array([previous_accuracy(H, int(k), N, T0) for k in d_h]),
+        quadratic=poly_fit(d_h, acc, 2), line=linear_fit(d_h, acc), heads=H, dim=d, vocab=N, T0=T0)

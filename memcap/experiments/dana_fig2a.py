@@ -1,7 +1,14 @@
 """Dana et al., Figure 2(a): accuracy vs embedding dimension d (H = 20, d_h = 10): two regimes, kink at d = d_h."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
+from memcap import bounds
 from memcap.experiments._grids import aot_jobs
+from memcap.experiments.dana_fig1a import mean_accuracy, previous_accuracy, shared_value
+from memcap.fits import PolyFit, linear_fit
 
 NAME = "dana_fig2a"
 LABEL = "aot-fig-2a"
@@ -13,11 +20,12 @@ PAPER = {
     "seeds": [0, 1, 2, 3, 4],
     "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
 }
+# Quick: d_h = 8 and d from 4 to 12, so both regimes (d < d_h and d > d_h) have several points.
 QUICK = {
-    "model": {"vocab": 20, "seq_len": 2, "heads": 5, "head_dim": 4},
-    "dim": [2, 3, 4, 5, 6, 7, 8],
+    "model": {"vocab": 16, "seq_len": 2, "heads": 2, "head_dim": 8},
+    "dim": [4, 5, 6, 7, 8, 10, 12],
     "seeds": [0, 1],
-    "train": {"steps": 1500, "batch_size": 256, "lr": 1e-2, "schedule": "constant", "eval_every": 250},
+    "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
 }
 
 
@@ -26,3 +34,47 @@ def jobs(profile: str) -> list[dict]:
     g = PAPER if profile == "paper" else QUICK
     return aot_jobs(g["model"], "dim", g["dim"], g["seeds"], g["train"],
                     split_by="seed" if profile == "paper" else None)
+
+
+@dataclass(frozen=True)
+class DimSummary:
+    """Accuracy vs d at fixed H, d_h, N (mean and std over seeds, arrays (k,) over ``dim``).
+
+    ``below``/``above``: least-squares lines in d on d <= d_h and on d >= d_h (both keep d = d_h); the
+    kink of Dana et al.'s Figure 2(a) is ``below.slope > above.slope``. ``cor2`` = phi(H d_h + d);
+    ``previous`` = phi(H(d_h - 1) + 1) (constant in d).
+    """
+
+    dim: np.ndarray
+    accuracy: np.ndarray
+    spread: np.ndarray
+    cor2: np.ndarray
+    previous: np.ndarray
+    below: PolyFit
+    above: PolyFit
+    heads: int
+    head_dim: int
+    vocab: int
+    T0: int
+
+    @property
+    def kink(self) -> float:
+        """Slope below d_h over slope above: > 1 when growth slows down past d = d_h."""
+        return self.below.slope / self.above.slope
+
+
+def summarize(results) -> DimSummary:
+    """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
+    records = getattr(results, "records", results)
+    H, d_h, N, S = (shared_value(records, f) for f in ("heads", "head_dim", "vocab", "seq_len"))
+    T0 = N ** S
+    d, acc, spread = mean_accuracy(records, "dim")
+    lo, hi = d <= d_h, d >= d_h
+    if lo.sum() < 2 or hi.sum() < 2:
+        raise ValueError(f"records must have at least 2 values of d on each side of d_h = {d_h}, got {d.tolist()}")
+    return DimSummary(
+        dim=d, accuracy=acc, spread=spread,
+        cor2=np.array([bounds.cor2_accuracy(H, d_h, int(k), N, T0) for k in d]),
+        previous=np.full(d.shape, previous_accuracy(H, d_h, N, T0)),
+        below=linear_fit(d[lo], acc[lo]), above=linear_fit(d[hi], acc[hi]),
+        heads=H, head_dim=d_h, vocab=N, T0=T0)

@@ -5,12 +5,25 @@ slopes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
+from memcap import bounds
 from memcap.experiments._grids import split_jobs
+from memcap.experiments.dana_fig1a import HeadsSummary, summarize_heads
+from memcap.fits import PolyFit, linear_fit
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig2b"
 LABEL = "aot-fig-2b"
 TITLE = "Slope of the H scaling law vs d = d_h"
+
+PAPER_DEGREE = 3
+"""Dana et al., Figure 2(b): the slope of accuracy in H grows like d^3 at d = d_h."""
+
+MODEL_DEGREES = (1, 2, 3)
+"""Growth models of the slope fitted by least squares, a + b d^k for k in MODEL_DEGREES (Dana et al.: cubic)."""
 
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2},
@@ -19,12 +32,13 @@ PAPER = {
     "seeds": [0, 1, 2, 3, 4],
     "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
 }
+# Quick: five widths d = d_h and four H each, one stack; one seed keeps it within the chapter's budget.
 QUICK = {
-    "model": {"vocab": 20, "seq_len": 2},
-    "dims": [2, 3, 4, 5],
-    "heads": [1, 3, 5],
+    "model": {"vocab": 16, "seq_len": 2},
+    "dims": [2, 3, 4, 5, 6],
+    "heads": [1, 2, 3, 4],
     "seeds": [0],
-    "train": {"steps": 1500, "batch_size": 256, "lr": 1e-2, "schedule": "constant", "eval_every": 250},
+    "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
 }
 
 
@@ -34,3 +48,51 @@ def jobs(profile: str) -> list[dict]:
     specs = [AoTSpec(**g["model"], dim=d, head_dim=d, heads=H, seed=s, data_seed=s)
              for d in g["dims"] for H in g["heads"] for s in g["seeds"]]
     return split_jobs(specs, TrainConfig(**g["train"]), "dim" if profile == "paper" else None)
+
+
+@dataclass(frozen=True)
+class SlopeSummary:
+    """Slopes of accuracy in H (per extra head) for each d = d_h, and growth models fitted to them.
+
+    ``dims``, ``slope`` (accuracy per head), ``per_head`` (associations per head over d_h, Corollary 2
+    grants 1): arrays (k,). ``cor2_slope``/``previous_slope``: the slopes of Corollary 2, (1 - 1/N) d_h/T0,
+    and of H(d_h - 1) + 1, (1 - 1/N)(d_h - 1)/T0. ``models[k]``: line in d^k fitted to ``slope``.
+    ``sweeps``: the per-d :class:`HeadsSummary`.
+    """
+
+    dims: np.ndarray
+    slope: np.ndarray
+    per_head: np.ndarray
+    cor2_slope: np.ndarray
+    previous_slope: np.ndarray
+    models: dict[int, PolyFit]
+    sweeps: tuple[HeadsSummary, ...]
+
+    @property
+    def best_degree(self) -> int:
+        """The degree k whose model a + b d^k has the highest R²."""
+        return max(self.models, key=lambda k: self.models[k].r2)
+
+
+def summarize(results) -> SlopeSummary:
+    """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
+    records = getattr(results, "records", results)
+    if not records:
+        raise ValueError("records must hold at least one trained model, got none")
+    by_dim: dict[int, list[dict]] = {}
+    for r in records:
+        if r["dim"] != r["head_dim"]:
+            raise ValueError(f"records must have d = d_h, got d = {r['dim']}, d_h = {r['head_dim']}")
+        by_dim.setdefault(int(r["dim"]), []).append(r)
+    if len(by_dim) < 3:
+        raise ValueError(f"records must cover at least 3 values of d = d_h, got {sorted(by_dim)}")
+    sweeps = tuple(summarize_heads(by_dim[d]) for d in sorted(by_dim))
+    dims = np.array(sorted(by_dim))
+    slope = np.array([s.fit.slope for s in sweeps])
+    # phi is affine in the count X, so a count growing by c per head moves the accuracy by (1 - 1/N) c / T0
+    unit = np.array([bounds.accuracy_from_memorized(1, s.vocab, s.T0)
+                     - bounds.accuracy_from_memorized(0, s.vocab, s.T0) for s in sweeps])
+    return SlopeSummary(
+        dims=dims, slope=slope, per_head=np.array([s.per_head for s in sweeps]),
+        cor2_slope=unit * dims, previous_slope=unit * (dims - 1),
+        models={k: linear_fit(dims.astype(float) ** k, slope) for k in MODEL_DEGREES}, sweeps=sweeps)

@@ -5,7 +5,13 @@ w = 2d(H - 1), so both have d(S + 2N + 4d) + 4d^2(H - 1) weights.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
+from memcap import bounds
 from memcap.experiments._grids import split_jobs
+from memcap.experiments.dana_fig1a import mean_accuracy, previous_accuracy
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig3"
@@ -19,12 +25,13 @@ PAPER = {
     "seeds": [0, 1, 2, 3, 4],
     "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
 }
+# Quick: two widths, H up to 5 (MLP width up to 2d(H - 1) = 40), one stack.
 QUICK = {
-    "model": {"vocab": 20, "seq_len": 2},
+    "model": {"vocab": 16, "seq_len": 2},
     "dims": [3, 5],
-    "heads": [1, 3, 5, 7],
+    "heads": [1, 3, 5],
     "seeds": [0],
-    "train": {"steps": 1500, "batch_size": 256, "lr": 1e-2, "schedule": "constant", "eval_every": 250},
+    "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
 }
 
 
@@ -44,3 +51,58 @@ def jobs(profile: str) -> list[dict]:
                 specs.append(AoTSpec(**g["model"], dim=d, head_dim=d, heads=1, mlp_width=mlp_width(d, H),
                                      seed=s, data_seed=s))
     return split_jobs(specs, TrainConfig(**g["train"]), "dim" if profile == "paper" else None)
+
+
+@dataclass(frozen=True)
+class Curves:
+    """One d of Figure 3: arrays (k,) over ``heads`` H (AoT heads; the MLP model has width 2d(H - 1)).
+
+    ``params``: d(S + 2N + 4dH), the weights of both models; ``aot``/``mlp``: mean accuracy over seeds of
+    the AoT and of the one-head + MLP model; ``cor2``: Corollary 2 for the AoT, phi(H d + d);
+    ``previous``: phi(H(d - 1) + 1).
+    """
+
+    dim: int
+    heads: np.ndarray
+    params: np.ndarray
+    aot: np.ndarray
+    mlp: np.ndarray
+    cor2: np.ndarray
+    previous: np.ndarray
+
+    @property
+    def gap(self) -> float:
+        """Mean |accuracy(AoT) - accuracy(MLP model)| over H: 0 when the two scaling curves coincide."""
+        return float(np.abs(self.aot - self.mlp).mean())
+
+
+def summarize(results) -> tuple[Curves, ...]:
+    """Figure 3's curves, one per d (ascending), from ``load_or_run(NAME)`` results (or a list of records)."""
+    records = getattr(results, "records", results)
+    if not records:
+        raise ValueError("records must hold at least one trained model, got none")
+    by_dim: dict[int, tuple[list[dict], list[dict]]] = {}
+    for r in records:
+        aot, mlp = by_dim.setdefault(int(r["dim"]), ([], []))
+        if r["mlp_width"] == 0:
+            aot.append(r)
+        if r["mlp_width"] % (2 * r["dim"]) or (r["mlp_width"] and r["heads"] != 1):
+            raise ValueError(f"records must be AoTs or one-head models of MLP width 2d(H - 1), got H = "
+                             f"{r['heads']}, d = {r['dim']}, w = {r['mlp_width']}")
+        if r["heads"] == 1:   # one head + MLP of width w = 2d(H - 1): H = w/(2d) + 1 (w = 0: the 1-head AoT)
+            mlp.append({**r, "heads": r["mlp_width"] // (2 * r["dim"]) + 1})
+    out = []
+    for d in sorted(by_dim):
+        aot, mlp = by_dim[d]
+        H, acc_aot, _ = mean_accuracy(aot, "heads")
+        H_mlp, acc_mlp, _ = mean_accuracy(mlp, "heads")
+        if not np.array_equal(H, H_mlp):
+            raise ValueError(f"d = {d}: the AoTs (H = {H.tolist()}) and MLP models (H = {H_mlp.tolist()}) "
+                             "must pair up")
+        N, S = int(aot[0]["vocab"]), int(aot[0]["seq_len"])
+        T0 = N ** S
+        out.append(Curves(
+            dim=d, heads=H, params=np.array([bounds.aot_param_count(N, S, d, int(h), d) for h in H]),
+            aot=acc_aot, mlp=acc_mlp, cor2=np.array([bounds.cor2_accuracy(int(h), d, d, N, T0) for h in H]),
+            previous=np.array([previous_accuracy(int(h), d, N, T0) for h in H])))
+    return tuple(out)

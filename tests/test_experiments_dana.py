@@ -1,0 +1,129 @@
+"""Tests of the summaries of Dana et al.'s experiments (memcap/experiments/dana_fig*.py), on synthetic records."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memcap import bounds
+from memcap.experiments import dana_fig1a, dana_fig1b, dana_fig2a, dana_fig2b, dana_fig3, dana_fig4
+
+
+def _record(heads: int, head_dim: int, dim: int, accuracy: float, *, vocab: int = 10, seed: int = 0,
+            mlp_width: int = 0) -> dict:
+    return {"model": "aot", "heads": heads, "head_dim": head_dim, "dim": dim, "vocab": vocab, "seq_len": 2,
+            "mlp_width": mlp_width, "examples": None, "seed": seed, "data_seed": seed, "accuracy": accuracy}
+
+
+def _phi(count: float, vocab: int = 10) -> float:
+    return bounds.accuracy_from_memorized(count, vocab, vocab ** 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(per_head=st.floats(0.5, 3.0), offset=st.floats(0.0, 10.0))
+def test_summarize_heads_recovers_count_per_head(per_head, offset):
+    """Accuracies phi(offset + c H d_h) give per_head = c exactly and a line with R² = 1."""
+    d_h = 2
+    records = [_record(H, d_h, 2, _phi(offset + per_head * H * d_h)) for H in (1, 2, 3, 4, 5)]
+    s = dana_fig1a.summarize_heads(records)
+    assert s.per_head == pytest.approx(per_head, rel=1e-9)
+    assert s.fit.r2 == pytest.approx(1.0, abs=1e-9)
+    assert np.allclose(s.memorized, offset + per_head * s.heads * d_h)
+
+
+def test_summarize_heads_bounds_and_seed_average():
+    records = [_record(H, 3, 3, acc, seed=sd) for H in (1, 4) for sd, acc in ((0, 0.4), (1, 0.6))]
+    s = dana_fig1a.summarize(records)
+    assert s.heads.tolist() == [1, 4]
+    assert np.allclose(s.accuracy, 0.5) and np.allclose(s.spread, 0.1)
+    assert s.cor2.tolist() == [bounds.cor2_accuracy(H, 3, 3, 10, 100) for H in (1, 4)]
+    assert s.previous.tolist() == [_phi(H * 2 + 1) for H in (1, 4)]   # H(d_h - 1) + 1
+
+
+def test_previous_accuracy_caps_at_one():
+    assert dana_fig1a.previous_accuracy(100, 5, 10, 100) == 1.0
+
+
+def test_summarize_heads_fits_before_saturation():
+    accs = [0.2, 0.4, 0.6, 0.8, 1.0, 1.0]
+    s = dana_fig1a.summarize_heads([_record(H, 2, 2, a) for H, a in zip(range(1, 7), accs)])
+    assert s.fit.slope == pytest.approx(0.2, rel=1e-9)   # the plateau after the first saturated point is left out
+
+
+def test_summaries_reject_bad_records():
+    with pytest.raises(ValueError, match="at least one trained model"):
+        dana_fig1a.mean_accuracy([], "heads")
+    with pytest.raises(ValueError, match="must share one dim"):
+        dana_fig1a.summarize_heads([_record(1, 2, 2, 0.3), _record(2, 2, 3, 0.4)])
+    with pytest.raises(ValueError, match="at least 2 values of H"):
+        dana_fig1a.summarize_heads([_record(1, 2, 2, 0.3)])
+    with pytest.raises(ValueError, match="plain AoTs"):
+        dana_fig1a.summarize_heads([_record(1, 2, 2, 0.3, mlp_width=4), _record(2, 2, 2, 0.4, mlp_width=4)])
+    with pytest.raises(ValueError, match="numeric 'accuracy'"):
+        dana_fig1a.mean_accuracy([{"heads": 1, "accuracy": None}], "heads")
+
+
+def test_fig1b_quadratic_is_exact_on_quadratic_data():
+    records = [_record(4, k, 8, 0.1 + 0.01 * k * k) for k in (1, 2, 3, 4, 6, 8)]
+    s = dana_fig1b.summarize(records)
+    assert s.quadratic.coef[2] == pytest.approx(0.01, rel=1e-6)
+    assert s.quadratic.r2 == pytest.approx(1.0) and s.line.r2 < 1.0
+    assert np.all(s.cor2 >= s.previous)   # H d_h + d >= H(d_h - 1) + 1
+    with pytest.raises(ValueError, match="at least 3 values of d_h"):
+        dana_fig1b.summarize(records[:2])
+
+
+def test_fig2a_kink_from_two_lines():
+    acc = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.42, 6: 0.44}   # slope 0.1 up to d_h = 4, 0.02 after
+    s = dana_fig2a.summarize([_record(4, 4, d, a) for d, a in acc.items()])
+    assert s.below.slope == pytest.approx(0.1) and s.above.slope == pytest.approx(0.02)
+    assert s.kink == pytest.approx(5.0)
+    assert np.all(np.diff(s.cor2) > 0) and np.ptp(s.previous) == 0
+    with pytest.raises(ValueError, match="on each side of d_h"):
+        dana_fig2a.summarize([_record(4, 4, d, acc[d]) for d in (2, 3, 4)])
+
+
+def test_fig2b_picks_the_cubic_model_for_cubic_slopes():
+    records = [_record(H, d, d, _phi(5 + 0.05 * d ** 3 * H)) for d in (2, 3, 4, 5) for H in (1, 2, 3)]
+    s = dana_fig2b.summarize(records)
+    assert s.best_degree == 3 and s.models[3].r2 == pytest.approx(1.0)
+    unit = _phi(1) - _phi(0)
+    assert np.allclose(s.slope, unit * 0.05 * s.dims ** 3)
+    assert np.allclose(s.cor2_slope, unit * s.dims) and np.allclose(s.previous_slope, unit * (s.dims - 1))
+    with pytest.raises(ValueError, match="d = d_h"):
+        dana_fig2b.summarize([_record(1, 2, 3, 0.2)])
+
+
+def test_fig3_pairs_models_at_equal_parameter_count():
+    d = 3
+    records = []
+    for H, a in ((1, 0.2), (3, 0.4), (5, 0.6)):
+        records.append(_record(H, d, d, a))
+        records.append(_record(1, d, d, a + 0.05, mlp_width=dana_fig3.mlp_width(d, H)))
+    (c,) = dana_fig3.summarize(records)
+    assert c.heads.tolist() == [1, 3, 5]
+    # the width 2d(H - 1) gives the one-head model the AoT's d(S + 2N + 4dH) weights: W_1, W_2 add 2dw
+    one_head = bounds.aot_param_count(10, 2, d, 1, d)
+    assert [one_head + 2 * d * dana_fig3.mlp_width(d, H) for H in (1, 3, 5)] == c.params.tolist()
+    assert c.gap == pytest.approx(0.05 * 2 / 3)   # H = 1: both are the same one-head AoT
+    assert np.all(c.cor2 >= c.previous)
+    with pytest.raises(ValueError, match="MLP width 2d"):
+        dana_fig3.summarize([_record(1, d, d, 0.3, mlp_width=5)])
+    with pytest.raises(ValueError, match="must pair up"):
+        dana_fig3.summarize(records[:-1])
+
+
+def test_fig4_paper_constant_and_summary():
+    assert dana_fig4.PAPER_PER_HEAD == 1.7
+    records = [_record(H, 5, 2, _phi(2 + 1.7 * 5 * H)) for H in (1, 3, 5)]
+    assert dana_fig4.summarize(records).per_head == pytest.approx(1.7)
+
+
+@pytest.mark.parametrize("module", [dana_fig1a, dana_fig1b, dana_fig2a, dana_fig2b, dana_fig3, dana_fig4])
+def test_paper_grids_unchanged_and_quick_smaller(module):
+    """PAPER keeps the papers' grids; QUICK trains fewer steps on a vocabulary no larger."""
+    assert module.PAPER["train"]["steps"] == 10_000 and module.PAPER["train"]["lr"] == 1e-3
+    assert module.QUICK["train"]["steps"] < module.PAPER["train"]["steps"]
+    assert module.QUICK["model"]["vocab"] <= module.PAPER["model"]["vocab"]
+    assert len(module.jobs("quick")) == 1
