@@ -20,6 +20,18 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
 
 
+@pytest.fixture
+def one_thread():
+    """Run a test with one torch intra-op thread (tiny models run fastest so, and spin-waiting threads
+    slow a shared 2-core CPU); the previous setting is restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @dataclass(frozen=True)
 class BuiltSite:
     html: Path          # the folder holding index.html

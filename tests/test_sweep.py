@@ -13,12 +13,7 @@ from memcap.sweep import (InProcessExecutor, ResultCache, current_profile, job_k
 from memcap.train import AoTSpec, TrainConfig
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _tiny_jobs(count: int) -> list[dict]:

@@ -18,13 +18,7 @@ from memcap.train import (AoTSpec, MHASpec, TrainConfig, _init_one, _Stack, aot_
 
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one intra-op thread (and spin-waiting threads slow a shared CPU)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _stack_params(specs):
