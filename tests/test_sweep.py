@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from memcap import experiments
 from memcap.sweep import (InProcessExecutor, ResultCache, current_profile, job_key, make_executor, run_job,
