@@ -9,6 +9,12 @@ Modules, one idea each:
 ``bounds``     every closed form of both papers, once, as SymPy expressions and numeric functions
 ``construct``  proofs as programs: the weights each proof says exist
 ``plotting``   the book's figure style
+``fits``       the papers' least-squares fits (line, polynomial, R^2, the non-saturated part)
+``train``      the stacked training engine: many tiny models as one tensor program
+``sweep``      profiles, the results cache and executors (in-process, threads, processes, Dask)
+``experiments`` one module per training figure of both papers, with quick and paper grids
+``bench``      stacked engine vs a one-model-at-a-time loop, timed side by side
+``edition``    the student edition (solutions stripped) and the exercise index
 """
 import logging as _logging
 

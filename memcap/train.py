@@ -183,7 +183,8 @@ Spec = MHASpec | AoTSpec
 
 
 def spec_from_dict(record: dict) -> Spec:
-    """Rebuild an :class:`MHASpec` or :class:`AoTSpec` from :meth:`to_dict` output (extra keys refused)."""
+    """Rebuild an :class:`MHASpec` or :class:`AoTSpec` from :meth:`MHASpec.to_dict` or :meth:`AoTSpec.to_dict` output
+    (extra keys refused)."""
     if not isinstance(record, dict):
         raise TypeError(f"record must be a dict, got {type(record).__name__}")
     kinds = {"mha": MHASpec, "aot": AoTSpec}
@@ -770,7 +771,8 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
 
 
 def group_by_shape(specs: Sequence[Spec]) -> list[list[int]]:
-    """Indices of ``specs`` grouped by :meth:`shape_key`, in order of first appearance (one stack each)."""
+    """Indices of ``specs`` grouped by :meth:`MHASpec.shape_key` / :meth:`AoTSpec.shape_key`, in order of first
+    appearance (one stack each)."""
     groups: dict[tuple, list[int]] = {}
     for i, spec in enumerate(specs):
         if not isinstance(spec, (MHASpec, AoTSpec)):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcap import bounds
-from memcap.experiments import dana_fig1a, dana_fig1b, dana_fig2a, dana_fig2b, dana_fig3, dana_fig4
+from memcap.experiments import dana_common, dana_fig1a, dana_fig1b, dana_fig2a, dana_fig2b, dana_fig3, dana_fig4
 
 
 def _record(heads: int, head_dim: int, dim: int, accuracy: float, *, vocab: int = 10, seed: int = 0,
@@ -26,7 +26,7 @@ def test_summarize_heads_recovers_count_per_head(per_head, offset):
     """Accuracies phi(offset + c H d_h) give per_head = c exactly and a line with R² = 1."""
     d_h = 2
     records = [_record(H, d_h, 2, _phi(offset + per_head * H * d_h)) for H in (1, 2, 3, 4, 5)]
-    s = dana_fig1a.summarize_heads(records)
+    s = dana_common.summarize_heads(records)
     assert s.per_head == pytest.approx(per_head, rel=1e-9)
     assert s.fit.r2 == pytest.approx(1.0, abs=1e-9)
     assert np.allclose(s.memorized, offset + per_head * s.heads * d_h)
@@ -42,26 +42,26 @@ def test_summarize_heads_bounds_and_seed_average():
 
 
 def test_previous_accuracy_caps_at_one():
-    assert dana_fig1a.previous_accuracy(100, 5, 10, 100) == 1.0
+    assert dana_common.previous_accuracy(100, 5, 10, 100) == 1.0
 
 
 def test_summarize_heads_fits_before_saturation():
     accs = [0.2, 0.4, 0.6, 0.8, 1.0, 1.0]
-    s = dana_fig1a.summarize_heads([_record(H, 2, 2, a) for H, a in zip(range(1, 7), accs)])
+    s = dana_common.summarize_heads([_record(H, 2, 2, a) for H, a in zip(range(1, 7), accs)])
     assert s.fit.slope == pytest.approx(0.2, rel=1e-9)   # the plateau after the first saturated point is left out
 
 
 def test_summaries_reject_bad_records():
     with pytest.raises(ValueError, match="at least one trained model"):
-        dana_fig1a.mean_accuracy([], "heads")
+        dana_common.mean_accuracy([], "heads")
     with pytest.raises(ValueError, match="must share one dim"):
-        dana_fig1a.summarize_heads([_record(1, 2, 2, 0.3), _record(2, 2, 3, 0.4)])
+        dana_common.summarize_heads([_record(1, 2, 2, 0.3), _record(2, 2, 3, 0.4)])
     with pytest.raises(ValueError, match="at least 2 values of H"):
-        dana_fig1a.summarize_heads([_record(1, 2, 2, 0.3)])
+        dana_common.summarize_heads([_record(1, 2, 2, 0.3)])
     with pytest.raises(ValueError, match="plain AoTs"):
-        dana_fig1a.summarize_heads([_record(1, 2, 2, 0.3, mlp_width=4), _record(2, 2, 2, 0.4, mlp_width=4)])
+        dana_common.summarize_heads([_record(1, 2, 2, 0.3, mlp_width=4), _record(2, 2, 2, 0.4, mlp_width=4)])
     with pytest.raises(ValueError, match="numeric 'accuracy'"):
-        dana_fig1a.mean_accuracy([{"heads": 1, "accuracy": None}], "heads")
+        dana_common.mean_accuracy([{"heads": 1, "accuracy": None}], "heads")
 
 
 def test_fig1b_quadratic_is_exact_on_quadratic_data():

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from memcap import bounds
-from memcap.experiments import mahdavi_fig2a, mahdavi_fig2b, mahdavi_fig2c, mahdavi_fig3, mahdavi_fig4, mahdavi_fig5
+from memcap.experiments import (mahdavi_common, mahdavi_fig2a, mahdavi_fig2b, mahdavi_fig2c, mahdavi_fig3,
+                                mahdavi_fig4, mahdavi_fig5)
 from memcap.train import MHASpec
 
 
@@ -24,7 +25,7 @@ def _records(axis, values, examples, value_of, seeds=(0,), **base):
 
 def test_curves_average_seeds_and_count_duplicates_once():
     recs = _records("heads", [1, 2, 4], [100, 200], lambda v, T, s: 0.1 * v + 0.01 * s, seeds=(0, 1))
-    c = mahdavi_fig2a.curves(recs + recs[:3], "heads")
+    c = mahdavi_common.curves(recs + recs[:3], "heads")
     assert c.x.tolist() == [1, 2, 4] and c.examples.tolist() == [100, 200] and c.seeds == 2
     assert c.mean == pytest.approx(np.array([[0.105, 0.205, 0.405]] * 2))
     assert c.low[0, 0] == pytest.approx(0.1) and c.high[0, 0] == pytest.approx(0.11)
@@ -33,13 +34,13 @@ def test_curves_average_seeds_and_count_duplicates_once():
 def test_curves_refuse_incomplete_grids_and_bad_arguments():
     recs = _records("heads", [1, 2], [100, 200], lambda v, T, s: 0.5)
     with pytest.raises(ValueError, match="incomplete"):
-        mahdavi_fig2a.curves(recs[:-1], "heads")
+        mahdavi_common.curves(recs[:-1], "heads")
     with pytest.raises(ValueError, match="axis must be a field"):
-        mahdavi_fig2a.curves(recs, "width")
+        mahdavi_common.curves(recs, "width")
     with pytest.raises(ValueError, match="no record matches"):
-        mahdavi_fig2a.curves(recs, "heads", where={"classes": None})
+        mahdavi_common.curves(recs, "heads", where={"classes": None})
     with pytest.raises(TypeError, match="records must be"):
-        mahdavi_fig2a.curves([1, 2], "heads")
+        mahdavi_common.curves([1, 2], "heads")
 
 
 @settings(max_examples=25, deadline=None)
@@ -47,17 +48,17 @@ def test_curves_refuse_incomplete_grids_and_bad_arguments():
        C=st.integers(2, 200))
 def test_theory_accuracy_is_guarantee_plus_chance_on_the_rest(H, n, d_h, T, C):
     f = min(1.0, bounds.mha_capacity(H, n, d_h) / T)
-    acc = mahdavi_fig2a.theory_accuracy(H, n, d_h, T, C)
+    acc = mahdavi_common.theory_accuracy(H, n, d_h, T, C)
     assert acc == pytest.approx(f + (1 - f) / C)
     assert 1.0 / C <= acc <= 1.0
-    assert mahdavi_fig2a.theory_mse(H, n, d_h, T) == pytest.approx((1 - f) / 12)
+    assert mahdavi_common.theory_mse(H, n, d_h, T) == pytest.approx((1 - f) / 12)
 
 
 def test_theory_rejects_nonpositive_sizes():
     with pytest.raises(ValueError, match="examples"):
-        mahdavi_fig2a.theory_accuracy(2, 8, 16, 0, 100)
+        mahdavi_common.theory_accuracy(2, 8, 16, 0, 100)
     with pytest.raises(ValueError, match="classes"):
-        mahdavi_fig2a.theory_accuracy(2, 8, 16, 10, 0)
+        mahdavi_common.theory_accuracy(2, 8, 16, 10, 0)
 
 
 def test_fig2a_summary_fits_the_line_before_saturation():
@@ -66,7 +67,7 @@ def test_fig2a_summary_fits_the_line_before_saturation():
     assert out["slope"][0] == pytest.approx(0.14) and out["r2"][0] == pytest.approx(1.0)
     assert out["fit_heads"][0].tolist() == [1, 2, 3, 5, 7]  # up to and with the first saturated point
     assert out["theory"][0, 0] == pytest.approx(8 / 400 + (1 - 8 / 400) / 100)  # H=1: H(8-1)+1 = 8
-    assert mahdavi_fig2a.linear_on_unsaturated([1, 2, 3], [1.0, 1.0, 1.0]) is None
+    assert mahdavi_common.linear_on_unsaturated([1, 2, 3], [1.0, 1.0, 1.0]) is None
 
 
 def test_fig2b_worst_drop_detects_non_monotone_curves():
@@ -125,9 +126,9 @@ def test_fig4_and_fig5_panels_from_the_quick_grid():
 
 def test_matches_equality_and_membership():
     r = {"heads": 4, "examples": 300, "classes": None}
-    assert mahdavi_fig2a.matches(r, {"heads": 4, "examples": [300, 600], "classes": None})
-    assert not mahdavi_fig2a.matches(r, {"examples": (100, 200)})
-    assert not mahdavi_fig2a.matches(r, {"classes": 100})
+    assert mahdavi_common.matches(r, {"heads": 4, "examples": [300, 600], "classes": None})
+    assert not mahdavi_common.matches(r, {"examples": (100, 200)})
+    assert not mahdavi_common.matches(r, {"classes": 100})
 
 
 def test_fig3_summary_recomputes_attention_from_kept_weights(tmp_path):

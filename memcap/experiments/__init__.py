@@ -5,6 +5,8 @@ Every module defines ``NAME`` (its cache folder), ``LABEL`` (the figure's label 
 ``jobs(profile) -> list[dict]`` (JSON-able jobs for :func:`memcap.sweep.run_job`). Chapters call
 :func:`load_or_run`: it returns cached paper-profile results when all of them are present, and otherwise
 computes (or reads from the cache) the profile selected by ``MEMCAP_PROFILE`` (quick by default).
+The summaries several figures share live in ``mahdavi_common`` and ``dana_common``; they are not
+experiments (not in :data:`EXPERIMENTS`).
 
 Usage in a chapter::
 

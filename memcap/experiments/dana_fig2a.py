@@ -7,7 +7,7 @@ import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import aot_jobs
-from memcap.experiments.dana_fig1a import mean_accuracy, previous_accuracy, shared_value
+from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, shared_value
 from memcap.fits import PolyFit, linear_fit
 
 NAME = "dana_fig2a"

@@ -11,7 +11,7 @@ import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
-from memcap.experiments.dana_fig1a import HeadsSummary, summarize_heads
+from memcap.experiments.dana_common import HeadsSummary, summarize_heads
 from memcap.fits import PolyFit, linear_fit
 from memcap.train import AoTSpec, TrainConfig
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
-from memcap.experiments.dana_fig1a import mean_accuracy, previous_accuracy
+from memcap.experiments.dana_common import mean_accuracy, previous_accuracy
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig3"

@@ -5,7 +5,7 @@ The paper's text says d_h = 5; their code uses d = d_h = 2. The measured slope i
 from __future__ import annotations
 
 from memcap.experiments._grids import aot_jobs
-from memcap.experiments.dana_fig1a import HeadsSummary, summarize_heads
+from memcap.experiments.dana_common import HeadsSummary, summarize_heads
 
 NAME = "dana_fig4"
 LABEL = "aot-fig-4"

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 
 from memcap.experiments._grids import mha_jobs
-from memcap.experiments.mahdavi_fig2a import curves, theory_table
+from memcap.experiments.mahdavi_common import curves, theory_table
 
 NAME = "mahdavi_fig2b"
 LABEL = "mha-fig-2b"

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 
 from memcap.experiments._grids import mha_jobs
-from memcap.experiments.mahdavi_fig2a import curves, matches, theory_table
+from memcap.experiments.mahdavi_common import curves, matches, theory_table
 from memcap.sweep import check_profile
 
 NAME = "mahdavi_fig5"

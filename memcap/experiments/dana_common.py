@@ -1,0 +1,102 @@
+"""Summaries shared by the ``dana_fig*`` modules: accuracy averaged over seeds, H sweeps with fits and bounds.
+
+:func:`mean_accuracy` groups records by one spec field and averages over seeds, :func:`shared_value`
+checks that records share a field, :func:`previous_accuracy` is Mahdavi et al.'s bound on Dana et al.'s
+accuracy scale, and :func:`summarize_heads` turns an accuracy-vs-H sweep into a :class:`HeadsSummary`
+(mean over seeds, line in H, both bounds); it serves Figures 1(a), 2(b) and 4.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from memcap import bounds
+from memcap.fits import PolyFit, linear_fit, non_saturated
+
+
+@dataclass(frozen=True)
+class HeadsSummary:
+    """An accuracy-vs-H sweep of one AoT shape (N, S, d, d_h), averaged over seeds, with its fits and bounds.
+
+    Arrays have shape (k,), one entry per H (``heads``, ascending). ``accuracy``/``spread``: mean and
+    standard deviation over seeds; ``memorized``: the associations X that the mean accuracy stands for,
+    X = T0 (N acc - 1)/(N - 1) (inverse of Corollary 2's map phi); ``cor2``: Corollary 2,
+    phi(H d_h + d); ``previous``: phi(H(d_h - 1) + 1), Mahdavi et al.'s bound as Dana et al. plot it.
+    ``fit``: least-squares line of accuracy in H on the non-saturated part (accuracy < 99 %, first
+    saturated point kept); ``fit_memorized``: the same line in associations, its slope is the number of
+    associations one more head adds.
+    """
+
+    heads: np.ndarray
+    accuracy: np.ndarray
+    spread: np.ndarray
+    memorized: np.ndarray
+    cor2: np.ndarray
+    previous: np.ndarray
+    fit: PolyFit
+    fit_memorized: PolyFit
+    vocab: int
+    T0: int
+    dim: int
+    head_dim: int
+
+    @property
+    def per_head(self) -> float:
+        """Associations per extra head, in units of d_h (Corollary 2 grants exactly 1)."""
+        return self.fit_memorized.slope / self.head_dim
+
+
+def mean_accuracy(records: Sequence[dict], axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, mean accuracy, std over seeds) of ``records`` grouped by the spec field ``axis``, ascending.
+
+    ``records``: dicts with ``axis`` and ``accuracy`` (as in ``ExperimentResults.records``).
+    """
+    if not records:
+        raise ValueError("records must hold at least one trained model, got none")
+    groups: dict[int, list[float]] = {}
+    for i, r in enumerate(records):
+        if axis not in r or r.get("accuracy") is None:
+            raise ValueError(f"records[{i}] must have '{axis}' and a numeric 'accuracy'")
+        groups.setdefault(int(r[axis]), []).append(float(r["accuracy"]))
+    values = np.array(sorted(groups))
+    acc = [np.asarray(groups[v]) for v in values]
+    return values, np.array([a.mean() for a in acc]), np.array([a.std() for a in acc])
+
+
+def shared_value(records: Sequence[dict], field: str) -> int:
+    """The one value of the spec field ``field`` that all ``records`` share (ValueError otherwise)."""
+    values = {int(r[field]) for r in records}
+    if len(values) != 1:
+        raise ValueError(f"records must share one {field}, got {sorted(values)}")
+    return values.pop()
+
+
+def previous_accuracy(heads: int, head_dim: int, vocab: int, associations: int) -> float:
+    """phi(min(T0, H(d_h - 1) + 1)): Mahdavi et al.'s Theorem 1 count with min(n, d_h) = d_h, as an accuracy."""
+    count = bounds.mha_capacity(heads, head_dim, head_dim)   # context_size = d_h: min(n, d_h) = d_h
+    return bounds.accuracy_from_memorized(min(count, associations), vocab, associations)
+
+
+def summarize_heads(records: Sequence[dict]) -> HeadsSummary:
+    """Average an H sweep (one N, S, d, d_h; plain AoTs), fit lines in H, and evaluate both bounds."""
+    shape = {f: shared_value(records, f) for f in ("vocab", "seq_len", "dim", "head_dim", "mlp_width")}
+    if shape["mlp_width"] != 0:
+        raise ValueError("records must be plain AoTs (mlp_width = 0)")
+    N, d, d_h = shape["vocab"], shape["dim"], shape["head_dim"]
+    T0 = N ** shape["seq_len"] if records[0].get("examples") is None else int(records[0]["examples"])
+    heads, acc, spread = mean_accuracy(records, "heads")
+    if heads.size < 2:
+        raise ValueError(f"records must cover at least 2 values of H for a line, got {heads.size}")
+    memorized = np.array([bounds.cor2_capacity_from_accuracy(a, N, T0) for a in acc])
+    x, y = non_saturated(heads, acc, ceiling=0.99)
+    if x.size < 2:   # saturated from the second H on: fit the first two points
+        x, y = heads[:2], acc[:2]
+    keep = np.isin(heads, x)
+    return HeadsSummary(
+        heads=heads, accuracy=acc, spread=spread, memorized=memorized,
+        cor2=np.array([bounds.cor2_accuracy(int(H), d_h, d, N, T0) for H in heads]),
+        previous=np.array([previous_accuracy(int(H), d_h, N, T0) for H in heads]),
+        fit=linear_fit(x, y), fit_memorized=linear_fit(heads[keep], memorized[keep]),
+        vocab=N, T0=T0, dim=d, head_dim=d_h)
