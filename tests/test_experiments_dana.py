@@ -127,3 +127,14 @@ def test_paper_grids_unchanged_and_quick_smaller(module):
     assert module.QUICK["train"]["steps"] < module.PAPER["train"]["steps"]
     assert module.QUICK["model"]["vocab"] <= module.PAPER["model"]["vocab"]
     assert len(module.jobs("quick")) == 1
+
+
+def test_published_fig1b_data_are_convex_and_above_corollary_2():
+    """Dana et al.'s published Figure 1(b) numbers, through the same fits and bounds as ours."""
+    p = dana_fig1b.PUBLISHED
+    assert len(p["head_dim"]) == len(p["accuracy"]) == 10
+    s = dana_fig1b.published()
+    assert s.T0 == 50 ** 2 and s.heads == 20 and s.dim == 10
+    assert s.quadratic.coef[2] > 0 and s.quadratic.r2 > s.line.r2 > 0.9
+    assert np.all(s.accuracy > s.cor2) and np.all(s.cor2 > s.previous)
+    assert not s.spread.any()

@@ -17,6 +17,15 @@ TITLE = "AoT accuracy vs head dimension d_h"
 PAPER_DEGREE = 2
 """Dana et al., Figure 1(b): the least-squares polynomial in d_h that matches the accuracy is quadratic."""
 
+PUBLISHED = {
+    "heads": 20, "dim": 10, "vocab": 50, "seq_len": 2,
+    "head_dim": (1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+    "accuracy": (0.0815, 0.1096, 0.1554, 0.2094, 0.2879, 0.3567, 0.4534, 0.5457, 0.6391, 0.8044),
+}
+"""Dana et al.'s own measurements behind Figure 1(b) (N = 50, d = 10, H = 20, mean of their runs), as
+published in their repository: leodana2000/Transformer_Attentional_Memory, file
+``Scaling laws/Data_exp_2.csv`` at commit 26160e7, rounded to 4 digits. Reference data, not recomputed here."""
+
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
     "head_dim": list(range(1, 11)),
@@ -64,8 +73,21 @@ def summarize(results) -> HeadDimSummary:
     """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
     records = getattr(results, "records", results)
     H, d, N, S = (shared_value(records, f) for f in ("heads", "dim", "vocab", "seq_len"))
-    T0 = N ** S
     d_h, acc, spread = mean_accuracy(records, "head_dim")
+    return _summary(d_h, acc, spread, H, d, N, N ** S)
+
+
+def published() -> HeadDimSummary:
+    """The same fits and bounds applied to Dana et al.'s published accuracies (:data:`PUBLISHED`);
+    ``spread`` is zero (the published file holds means only)."""
+    p = PUBLISHED
+    d_h, acc = np.array(p["head_dim"]), np.array(p["accuracy"])
+    return _summary(d_h, acc, np.zeros_like(acc), p["heads"], p["dim"], p["vocab"], p["vocab"] ** p["seq_len"])
+
+
+def _summary(d_h: np.ndarray, acc: np.ndarray, spread: np.ndarray, H: int, d: int, N: int,
+             T0: int) -> HeadDimSummary:
+    """Fits and bounds of a mean-accuracy curve ``acc`` (k,) over ascending ``d_h`` (k,)."""
     if d_h.size < 3:
         raise ValueError(f"records must cover at least 3 values of d_h for a quadratic, got {d_h.size}")
     return HeadDimSummary(
