@@ -132,9 +132,42 @@ def test_paper_grids_unchanged_and_quick_smaller(module):
 def test_published_fig1b_data_are_convex_and_above_corollary_2():
     """Dana et al.'s published Figure 1(b) numbers, through the same fits and bounds as ours."""
     p = dana_fig1b.PUBLISHED
-    assert len(p["head_dim"]) == len(p["accuracy"]) == 10
+    assert len(p["values"]) == len(p["accuracy"]) == 10
     s = dana_fig1b.published()
     assert s.T0 == 50 ** 2 and s.heads == 20 and s.dim == 10
+    assert list(s.head_dim) == list(p["values"])
     assert s.quadratic.coef[2] > 0 and s.quadratic.r2 > s.line.r2 > 0.9
     assert np.all(s.accuracy > s.cor2) and np.all(s.cor2 > s.previous)
     assert not s.spread.any()
+
+
+@pytest.mark.parametrize("module", [dana_fig1a, dana_fig4])
+def test_published_head_sweeps_grow_faster_than_corollary_2(module):
+    """The published H sweeps (Figures 1(a) and 4) are lines above Corollary 2 with more than d_h per head."""
+    s = module.published()
+    model = module.PUBLISHED["model"]
+    assert (s.vocab, s.dim, s.head_dim) == (model["vocab"], model["dim"], model["head_dim"])
+    assert np.all(s.accuracy > s.cor2)
+    assert s.per_head > 1.0 and s.fit.r2 > 0.9
+
+
+def test_fig4_grids_use_the_published_head_dim():
+    """The paper's text says d_h = 5; the published measurements (and so both grids) have d_h = 2."""
+    for grid in (dana_fig4.QUICK, dana_fig4.PAPER):
+        assert grid["model"]["head_dim"] == dana_fig4.PUBLISHED["model"]["head_dim"] == 2
+
+
+def test_published_records_validate_their_table():
+    good = {"model": {"vocab": 10, "dim": 2, "head_dim": 2}, "axis": "heads", "values": (1, 5),
+            "accuracy": (0.3, 0.5), "source": "x"}
+    recs = dana_common.published_records(good)
+    assert recs == [{"seq_len": 2, "mlp_width": 0, "vocab": 10, "dim": 2, "head_dim": 2, "heads": 1,
+                     "accuracy": 0.3},
+                    {"seq_len": 2, "mlp_width": 0, "vocab": 10, "dim": 2, "head_dim": 2, "heads": 5,
+                     "accuracy": 0.5}]
+    with pytest.raises(ValueError, match="source"):
+        dana_common.published_records({k: v for k, v in good.items() if k != "source"})
+    with pytest.raises(ValueError, match="same non-zero length"):
+        dana_common.published_records({**good, "accuracy": (0.3,)})
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        dana_common.published_records({**good, "accuracy": (0.3, 1.5)})

@@ -4,6 +4,8 @@
 checks that records share a field, :func:`previous_accuracy` is Mahdavi et al.'s bound on Dana et al.'s
 accuracy scale, and :func:`summarize_heads` turns an accuracy-vs-H sweep into a :class:`HeadsSummary`
 (mean over seeds, line in H, both bounds); it serves Figures 1(a), 2(b) and 4.
+:func:`published_records` turns the measurements Dana et al. published with their code (the
+``PUBLISHED`` tables of the figure modules) into records, so the same summaries apply to them.
 """
 from __future__ import annotations
 
@@ -100,3 +102,27 @@ def summarize_heads(records: Sequence[dict]) -> HeadsSummary:
         previous=np.array([previous_accuracy(int(H), d_h, N, T0) for H in heads]),
         fit=linear_fit(x, y), fit_memorized=linear_fit(heads[keep], memorized[keep]),
         vocab=N, T0=T0, dim=d, head_dim=d_h)
+
+
+PUBLISHED_REPOSITORY = "leodana2000/Transformer_Attentional_Memory"
+"""Where Dana et al. published the measurements behind their figures (folder ``Scaling laws``)."""
+
+
+def published_records(published: dict) -> list[dict]:
+    """Records (one per point, as ``ExperimentResults.records``) from a figure module's ``PUBLISHED`` table.
+
+    ``published`` holds ``model`` (the fixed AoT fields: vocab, seq_len, dim, heads or head_dim),
+    ``axis`` (the swept field), ``values`` (k,) and ``accuracy`` (k,) (Dana et al.'s mean accuracies)
+    and ``source`` (file and commit in :data:`PUBLISHED_REPOSITORY`).
+    """
+    for key in ("model", "axis", "values", "accuracy", "source"):
+        if key not in published:
+            raise ValueError(f"published must have the key {key!r}")
+    values, acc = list(published["values"]), list(published["accuracy"])
+    if len(values) != len(acc) or not values:
+        raise ValueError(f"published['values'] and published['accuracy'] must have the same non-zero "
+                         f"length, got {len(values)} and {len(acc)}")
+    if not all(0.0 <= a <= 1.0 for a in acc):
+        raise ValueError("published['accuracy'] must hold accuracies in [0, 1]")
+    base = {"seq_len": 2, "mlp_width": 0, **published["model"]}
+    return [{**base, published["axis"]: int(v), "accuracy": float(a)} for v, a in zip(values, acc)]

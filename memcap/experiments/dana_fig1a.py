@@ -7,11 +7,22 @@ Summarized by :func:`memcap.experiments.dana_common.summarize_heads` (mean over 
 from __future__ import annotations
 
 from memcap.experiments._grids import aot_jobs
-from memcap.experiments.dana_common import HeadsSummary, summarize_heads
+from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
 
 NAME = "dana_fig1a"
 LABEL = "aot-fig-1a"
 TITLE = "AoT accuracy vs number of heads H"
+
+PUBLISHED = {
+    "model": {"vocab": 50, "seq_len": 2, "dim": 10, "head_dim": 10},
+    "axis": "heads",
+    "values": (1, 6, 11, 16, 21, 26, 31),
+    "accuracy": (0.1298, 0.3243, 0.5063, 0.6852, 0.8608, 0.9634, 0.9974),
+    "source": "Scaling laws/Data_exp_1_10.csv at commit 26160e7",
+}
+"""Dana et al.'s own measurements behind Figure 1(a), as published with their code (see
+:data:`memcap.experiments.dana_common.PUBLISHED_REPOSITORY`), rounded to 4 digits. Reference data, not
+recomputed here."""
 
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "head_dim": 10},
@@ -38,3 +49,8 @@ def jobs(profile: str) -> list[dict]:
 def summarize(results) -> HeadsSummary:
     """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
     return summarize_heads(getattr(results, "records", results))
+
+
+def published() -> HeadsSummary:
+    """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
+    return summarize(published_records(PUBLISHED))

@@ -7,7 +7,7 @@ import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import aot_jobs
-from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, shared_value
+from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.fits import PolyFit, linear_fit, poly_fit
 
 NAME = "dana_fig1b"
@@ -18,13 +18,15 @@ PAPER_DEGREE = 2
 """Dana et al., Figure 1(b): the least-squares polynomial in d_h that matches the accuracy is quadratic."""
 
 PUBLISHED = {
-    "heads": 20, "dim": 10, "vocab": 50, "seq_len": 2,
-    "head_dim": (1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+    "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
+    "axis": "head_dim",
+    "values": (1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
     "accuracy": (0.0815, 0.1096, 0.1554, 0.2094, 0.2879, 0.3567, 0.4534, 0.5457, 0.6391, 0.8044),
+    "source": "Scaling laws/Data_exp_2.csv at commit 26160e7",
 }
-"""Dana et al.'s own measurements behind Figure 1(b) (N = 50, d = 10, H = 20, mean of their runs), as
-published in their repository: leodana2000/Transformer_Attentional_Memory, file
-``Scaling laws/Data_exp_2.csv`` at commit 26160e7, rounded to 4 digits. Reference data, not recomputed here."""
+"""Dana et al.'s own measurements behind Figure 1(b), as published with their code (see
+:data:`memcap.experiments.dana_common.PUBLISHED_REPOSITORY`), rounded to 4 digits. Reference data, not
+recomputed here."""
 
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
@@ -73,21 +75,8 @@ def summarize(results) -> HeadDimSummary:
     """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
     records = getattr(results, "records", results)
     H, d, N, S = (shared_value(records, f) for f in ("heads", "dim", "vocab", "seq_len"))
+    T0 = N ** S
     d_h, acc, spread = mean_accuracy(records, "head_dim")
-    return _summary(d_h, acc, spread, H, d, N, N ** S)
-
-
-def published() -> HeadDimSummary:
-    """The same fits and bounds applied to Dana et al.'s published accuracies (:data:`PUBLISHED`);
-    ``spread`` is zero (the published file holds means only)."""
-    p = PUBLISHED
-    d_h, acc = np.array(p["head_dim"]), np.array(p["accuracy"])
-    return _summary(d_h, acc, np.zeros_like(acc), p["heads"], p["dim"], p["vocab"], p["vocab"] ** p["seq_len"])
-
-
-def _summary(d_h: np.ndarray, acc: np.ndarray, spread: np.ndarray, H: int, d: int, N: int,
-             T0: int) -> HeadDimSummary:
-    """Fits and bounds of a mean-accuracy curve ``acc`` (k,) over ascending ``d_h`` (k,)."""
     if d_h.size < 3:
         raise ValueError(f"records must cover at least 3 values of d_h for a quadratic, got {d_h.size}")
     return HeadDimSummary(
@@ -95,3 +84,8 @@ def _summary(d_h: np.ndarray, acc: np.ndarray, spread: np.ndarray, H: int, d: in
         cor2=np.array([bounds.cor2_accuracy(H, int(k), d, N, T0) for k in d_h]),
         previous=np.array([previous_accuracy(H, int(k), N, T0) for k in d_h]),
         quadratic=poly_fit(d_h, acc, 2), line=linear_fit(d_h, acc), heads=H, dim=d, vocab=N, T0=T0)
+
+
+def published() -> HeadDimSummary:
+    """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
+    return summarize(published_records(PUBLISHED))
