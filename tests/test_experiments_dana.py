@@ -171,3 +171,21 @@ def test_published_records_validate_their_table():
         dana_common.published_records({**good, "accuracy": (0.3,)})
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         dana_common.published_records({**good, "accuracy": (0.3, 1.5)})
+
+
+def test_published_fig2a_and_fig2b_summaries():
+    """Dana et al.'s published Figures 2(a) and 2(b) data through our summaries: a sharp kink at d = d_h,
+    and slopes growing like d^p with 2 < p < 3 (faster than the bounds' linear growth, short of a cube)."""
+    s2a = dana_fig2a.published()
+    assert s2a.head_dim == 10 and s2a.kink > 5
+    s2b = dana_fig2b.published()
+    assert list(s2b.dims) == list(range(3, 14))
+    assert 2.0 < s2b.exponent < 3.0
+    assert np.all(s2b.slope > s2b.cor2_slope)
+    assert s2b.best_degree in dana_fig2b.MODEL_DEGREES
+
+
+def test_slope_exponent_is_nan_when_a_slope_is_not_positive():
+    s = dana_fig2b.published()
+    from dataclasses import replace
+    assert np.isnan(replace(s, slope=np.r_[-1.0, s.slope[1:]]).exponent)

@@ -7,12 +7,23 @@ import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import aot_jobs
-from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, shared_value
+from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.fits import PolyFit, linear_fit
 
 NAME = "dana_fig2a"
 LABEL = "aot-fig-2a"
 TITLE = "AoT accuracy vs embedding dimension d"
+
+PUBLISHED = {
+    "model": {"vocab": 50, "seq_len": 2, "heads": 20, "head_dim": 10},
+    "axis": "dim",
+    "values": (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    "accuracy": (0.2639, 0.3621, 0.4600, 0.5782, 0.6972, 0.8087, 0.7769, 0.7890, 0.7855, 0.8118, 0.8136),
+    "source": "Scaling laws/Data_exp_3.csv at commit 26160e7",
+}
+"""Dana et al.'s own measurements behind Figure 2(a), as published with their code (see
+:data:`memcap.experiments.dana_common.PUBLISHED_REPOSITORY`), rounded to 4 digits. Reference data, not
+recomputed here."""
 
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2, "heads": 20, "head_dim": 10},
@@ -78,3 +89,8 @@ def summarize(results) -> DimSummary:
         previous=np.full(d.shape, previous_accuracy(H, d_h, N, T0)),
         below=linear_fit(d[lo], acc[lo]), above=linear_fit(d[hi], acc[hi]),
         heads=H, head_dim=d_h, vocab=N, T0=T0)
+
+
+def published() -> DimSummary:
+    """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
+    return summarize(published_records(PUBLISHED))

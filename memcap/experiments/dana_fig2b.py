@@ -11,7 +11,7 @@ import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
-from memcap.experiments.dana_common import HeadsSummary, summarize_heads
+from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
 from memcap.fits import PolyFit, linear_fit
 from memcap.train import AoTSpec, TrainConfig
 
@@ -24,6 +24,28 @@ PAPER_DEGREE = 3
 
 MODEL_DEGREES = (1, 2, 3)
 """Growth models of the slope fitted by least squares, a + b d^k for k in MODEL_DEGREES (Dana et al.: cubic)."""
+
+PUBLISHED = {
+    "model": {"vocab": 50, "seq_len": 2},
+    "heads": (1, 6, 11, 16, 21, 26, 31),
+    "accuracy": {   # d = d_h: accuracy at each H
+        3: (0.0586, 0.0652, 0.0758, 0.0856, 0.0879, 0.0950, 0.0973),
+        4: (0.0678, 0.0904, 0.1143, 0.1257, 0.1463, 0.1596, 0.1737),
+        5: (0.0738, 0.1193, 0.1582, 0.1922, 0.2248, 0.2572, 0.2936),
+        6: (0.0856, 0.1536, 0.2103, 0.2659, 0.3138, 0.3753, 0.4232),
+        7: (0.1005, 0.1887, 0.2634, 0.3443, 0.4313, 0.5125, 0.5913),
+        8: (0.1121, 0.2311, 0.3348, 0.4450, 0.5596, 0.6628, 0.7833),
+        9: (0.1217, 0.2758, 0.4133, 0.5523, 0.6960, 0.8337, 0.9384),
+        10: (0.1298, 0.3243, 0.5063, 0.6852, 0.8608, 0.9634, 0.9974),
+        11: (0.1401, 0.3710, 0.5866, 0.8020, 0.9618, 0.9986, 0.9998),
+        12: (0.1471, 0.4359, 0.6792, 0.9174, 0.9966, 0.9999, 0.9999),
+        13: (0.1626, 0.4820, 0.7745, 0.9882, 0.9998, 1.0000, 0.9999),
+    },
+    "source": "Scaling laws/Data_exp_1_<d>.csv, d = 3..13, at commit 26160e7",
+}
+"""Dana et al.'s own H sweeps behind Figure 2(b), one per d = d_h, as published with their code (see
+:data:`memcap.experiments.dana_common.PUBLISHED_REPOSITORY`), rounded to 4 digits. Reference data, not
+recomputed here."""
 
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2},
@@ -73,6 +95,14 @@ class SlopeSummary:
         """The degree k whose model a + b d^k has the highest R²."""
         return max(self.models, key=lambda k: self.models[k].r2)
 
+    @property
+    def exponent(self) -> float:
+        """The exponent p of the power law slope ~ c d^p, least squares on log slope vs log d
+        (nan when some slope is not positive)."""
+        if np.any(self.slope <= 0):
+            return float("nan")
+        return float(linear_fit(np.log(self.dims.astype(float)), np.log(self.slope)).slope)
+
 
 def summarize(results) -> SlopeSummary:
     """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
@@ -96,3 +126,14 @@ def summarize(results) -> SlopeSummary:
         dims=dims, slope=slope, per_head=np.array([s.per_head for s in sweeps]),
         cor2_slope=unit * dims, previous_slope=unit * (dims - 1),
         models={k: linear_fit(dims.astype(float) ** k, slope) for k in MODEL_DEGREES}, sweeps=sweeps)
+
+
+def published() -> SlopeSummary:
+    """:func:`summarize` applied to Dana et al.'s published H sweeps (:data:`PUBLISHED`)."""
+    p = PUBLISHED
+    records = []
+    for d, acc in p["accuracy"].items():
+        table = {"model": {**p["model"], "dim": d, "head_dim": d}, "axis": "heads", "values": p["heads"],
+                 "accuracy": acc, "source": p["source"]}
+        records += published_records(table)
+    return summarize(records)
