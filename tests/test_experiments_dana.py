@@ -189,3 +189,9 @@ def test_slope_exponent_is_nan_when_a_slope_is_not_positive():
     s = dana_fig2b.published()
     from dataclasses import replace
     assert np.isnan(replace(s, slope=np.r_[-1.0, s.slope[1:]]).exponent)
+
+
+def test_lines_in_h_are_fitted_up_to_the_first_saturated_point():
+    sweeps = {s.dim: s for s in dana_fig2b.published().sweeps}
+    assert list(sweeps[13].fitted_heads) == [1, 6, 11, 16, 21]      # 0.988 at H = 16, 0.9998 at H = 21
+    assert list(sweeps[5].fitted_heads) == list(sweeps[5].heads)     # never saturated: every H

@@ -28,7 +28,7 @@ class HeadsSummary:
     phi(H d_h + d); ``previous``: phi(H(d_h - 1) + 1), Mahdavi et al.'s bound as Dana et al. plot it.
     ``fit``: least-squares line of accuracy in H on the non-saturated part (accuracy < 99 %, first
     saturated point kept); ``fit_memorized``: the same line in associations, its slope is the number of
-    associations one more head adds.
+    associations one more head adds; ``fitted_heads`` (j,), j <= k: the values of H both lines were fitted on.
     """
 
     heads: np.ndarray
@@ -39,6 +39,7 @@ class HeadsSummary:
     previous: np.ndarray
     fit: PolyFit
     fit_memorized: PolyFit
+    fitted_heads: np.ndarray
     vocab: int
     T0: int
     dim: int
@@ -100,7 +101,7 @@ def summarize_heads(records: Sequence[dict]) -> HeadsSummary:
         heads=heads, accuracy=acc, spread=spread, memorized=memorized,
         cor2=np.array([bounds.cor2_accuracy(int(H), d_h, d, N, T0) for H in heads]),
         previous=np.array([previous_accuracy(int(H), d_h, N, T0) for H in heads]),
-        fit=linear_fit(x, y), fit_memorized=linear_fit(heads[keep], memorized[keep]),
+        fit=linear_fit(x, y), fit_memorized=linear_fit(heads[keep], memorized[keep]), fitted_heads=heads[keep],
         vocab=N, T0=T0, dim=d, head_dim=d_h)
 
 
