@@ -132,6 +132,9 @@ class AoTSpec:
     ``heads`` H, ``head_dim`` d_h, ``dim`` d, ``vocab`` N, ``seq_len`` S, ``mlp_width`` w of the GELU MLP
     of Section 4.2.1 (0: the plain AoT), ``examples`` T0 distinct sequences (None: all N^S, as in the
     paper). ``seed`` draws the initial weights and mini-batches, ``data_seed`` the look-up table.
+    ``shared_compression``: a variant that is not Eq. (2): one map W_C (d_h, d) compresses every token
+    to z = W_C x before all heads, which then act on z (W_Q, W_K, W_V of shape (H, d_h, d_h)); the
+    description of Dana et al.'s final code (see the experiment chapter). False: Eq. (2).
     """
 
     heads: int
@@ -143,11 +146,16 @@ class AoTSpec:
     examples: int | None = None
     seed: int = 0
     data_seed: int = 0
+    shared_compression: bool = False
 
     def __post_init__(self) -> None:
         for name in ("heads", "head_dim", "dim", "vocab", "seq_len"):
             positive_int(name, getattr(self, name))
         nonnegative_int("mlp_width", self.mlp_width)
+        _check_bool("shared_compression", self.shared_compression)
+        if self.shared_compression and self.head_dim > self.dim:
+            raise ValueError(f"head_dim must be at most dim for a shared compression d -> d_h, "
+                             f"got head_dim={self.head_dim}, dim={self.dim}")
         if self.examples is not None:
             T0 = positive_int("examples", self.examples)
             if T0 > self.vocab ** self.seq_len:
@@ -168,7 +176,7 @@ class AoTSpec:
 
     def shape_key(self) -> tuple:
         """What models of one stack must share; H, d_h, d, w and T0 may differ (zero-padded, exactly)."""
-        return ("aot", self.vocab, self.seq_len)
+        return ("aot", self.vocab, self.seq_len, self.shared_compression)
 
     def data_key(self) -> tuple:
         """Everything that fixes the training set."""
@@ -383,10 +391,13 @@ def _aot_outputs(params: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch
     rows = torch.arange(m, device=tokens.device)[:, None, None]
     x = params["token_embedding"][rows, tokens] + params["positional_embedding"][:, None, :, :]   # (m, B, S, d)
     x_last = x[:, :, -1, :]                                                  # (m, B, d)
-    q = torch.einsum("mhkd,mbd->mbhk", params["W_Q"], x_last)                # (m, B, H, d_h)
-    u = torch.einsum("mhkd,mbhk->mbhd", params["W_K"], q)                    # (m, B, H, d)
-    a = _softmax(torch.einsum("mbsd,mbhd->mbhs", x, u))                      # (m, B, H, S)
-    A = torch.einsum("mbhs,mbsd->mbhd", a, x)                                # (m, B, H, d)
+    heads_in = x                                                             # (m, B, S, d_in), d_in = d
+    if "W_C" in params and params["W_C"].shape[1] > 0:                       # shared compression, d_in = d_h
+        heads_in = torch.einsum("mkd,mbsd->mbsk", params["W_C"], x)
+    q = torch.einsum("mhkd,mbd->mbhk", params["W_Q"], heads_in[:, :, -1, :])  # (m, B, H, d_h)
+    u = torch.einsum("mhkd,mbhk->mbhd", params["W_K"], q)                    # (m, B, H, d_in)
+    a = _softmax(torch.einsum("mbsd,mbhd->mbhs", heads_in, u))               # (m, B, H, S)
+    A = torch.einsum("mbhs,mbsd->mbhd", a, heads_in)                         # (m, B, H, d_in)
     v = torch.einsum("mhkd,mbhd->mbhk", params["W_V"], A)                    # (m, B, H, d_h)
     r = x_last + torch.einsum("mhek,mbhk->mbe", params["W_O"], v)            # (m, B, d)
     if "W_1" in params and params["W_1"].shape[1] > 0:
@@ -435,8 +446,9 @@ def aot_forward_stacked(params: dict[str, torch.Tensor], tokens: torch.Tensor) -
     """Last-position logits of m AoTs at once (Dana et al., Eqs. (1)-(2); with W_1, W_2 their Section 4.2.1).
 
     ``params``: token_embedding (m, N, d), positional_embedding (m, S, d), W_Q, W_K, W_V (m, H, d_h, d),
-    W_O (m, H, d, d_h), W_U (m, N, d), optionally W_1 (m, w, d), W_2 (m, d, w). ``tokens``: (m, B, S) ids.
-    Returns (m, B, N). Without W_1 model i equals :func:`memcap.models.aot_forward` on its slice.
+    W_O (m, H, d, d_h), W_U (m, N, d), optionally W_1 (m, w, d), W_2 (m, d, w), and W_C (m, d_h, d) for
+    the shared-compression variant (then W_Q, W_K, W_V are (m, H, d_h, d_h)). ``tokens``: (m, B, S) ids.
+    Returns (m, B, N). Without W_1 and W_C model i equals :func:`memcap.models.aot_forward` on its slice.
     """
     m = _check_stack(params, ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U"))
     check_shape("tokens", tokens, (m, None, params["positional_embedding"].shape[1]), "(m, B, S)")
@@ -470,6 +482,12 @@ def _init_one(spec: Spec) -> dict[str, torch.Tensor]:
     w, d = spec.mlp_width, spec.dim   # w = 0: no MLP (empty W_1, W_2 keep one layout for every AoT)
     params["W_1"] = torch.randn(w, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
     params["W_2"] = torch.randn(d, w, generator=gen, dtype=torch.float64) / math.sqrt(max(w, 1))
+    params["W_C"] = torch.zeros(0, d, dtype=torch.float64)   # Eq. (2): no shared compression
+    if spec.shared_compression:   # heads act on z = W_C x in R^{d_h}: variance 1/fan_in as everywhere
+        H, k = spec.heads, spec.head_dim
+        params["W_C"] = torch.randn(k, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+        for name in ("W_Q", "W_K", "W_V"):
+            params[name] = torch.randn(H, k, k, generator=gen, dtype=torch.float64) / math.sqrt(k)
     return params
 
 

@@ -195,3 +195,15 @@ def test_lines_in_h_are_fitted_up_to_the_first_saturated_point():
     sweeps = {s.dim: s for s in dana_fig2b.published().sweeps}
     assert list(sweeps[13].fitted_heads) == [1, 6, 11, 16, 21]      # 0.988 at H = 16, 0.9998 at H = 21
     assert list(sweeps[5].fitted_heads) == list(sweeps[5].heads)     # never saturated: every H
+
+
+def test_fig1b_trains_both_architectures_and_summarizes_one_at_a_time():
+    specs = dana_fig1b.jobs("quick")[0]["specs"]
+    flags = {s["shared_compression"] for s in specs}
+    assert flags == {False, True} and len(specs) == 2 * 6 * 2
+    eq2 = [_record(4, k, 8, 0.1 + 0.01 * k) for k in (1, 2, 4)]
+    shared = [{**_record(4, k, 8, 0.05 + 0.01 * k * k), "shared_compression": True} for k in (1, 2, 4)]
+    assert dana_fig1b.summarize(eq2 + shared).quadratic.coef[2] == pytest.approx(0.0, abs=1e-9)
+    assert dana_fig1b.summarize(eq2 + shared, shared_compression=True).quadratic.coef[2] == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="no model with shared_compression=True"):
+        dana_fig1b.summarize(eq2, shared_compression=True)

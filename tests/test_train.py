@@ -48,7 +48,8 @@ def test_stacked_aot_equals_models_aot_forward(mlp):
     tokens = torch.randint(6, (3, 9, 3), generator=torch.Generator().manual_seed(1))
     out = aot_forward_stacked(stacked, tokens)
     for i, p in enumerate(inits):
-        core = {k: v for k, v in p.items() if k not in ("W_1", "W_2")}
+        assert p["W_C"].shape == (0, 4)                       # Eq. (2): no shared compression
+        core = {k: v for k, v in p.items() if k not in ("W_1", "W_2", "W_C")}
         ref_r = aot_forward(AoTParams(**core), tokens[i]) if mlp == 0 else None
         if mlp == 0:
             assert torch.allclose(out[i], ref_r, atol=1e-10, rtol=0)
@@ -57,6 +58,48 @@ def test_stacked_aot_equals_models_aot_forward(mlp):
             r = aot_sequence_embedding(AoTParams(**core), tokens[i])
             r = r + torch.nn.functional.gelu(r @ p["W_1"].T) @ p["W_2"].T
             assert torch.allclose(out[i], r @ p["W_U"].T, atol=1e-10, rtol=0)
+
+
+def test_shared_compression_is_eq2_with_heads_on_compressed_tokens():
+    """The variant equals, by hand, x_S + sum_h W_O^h W_V^h sum_s a_s z_s with z = W_C x, a = softmax over s
+    of (W_Q^h z_S) . (W_K^h z_s), and its init keeps Eq. (2)'s random stream for the shared weights."""
+    spec = AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=3, seed=4, shared_compression=True)
+    plain = _init_one(AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=3, seed=4))
+    p = _init_one(spec)
+    assert p["W_C"].shape == (2, 3) and p["W_Q"].shape == (2, 2, 2) and p["W_O"].shape == (2, 3, 2)
+    for name in ("token_embedding", "positional_embedding", "W_O", "W_U"):
+        assert torch.equal(p[name], plain[name])
+    tokens = torch.randint(5, (1, 7, 3), generator=torch.Generator().manual_seed(0))
+    out = aot_forward_stacked({k: v[None] for k, v in p.items()}, tokens)[0]
+    x = p["token_embedding"][tokens[0]] + p["positional_embedding"]          # (B, S, d)
+    z = x @ p["W_C"].T                                                       # (B, S, d_h)
+    r = x[:, -1].clone()
+    for h in range(2):
+        q, k, v = z[:, -1] @ p["W_Q"][h].T, z @ p["W_K"][h].T, z @ p["W_V"][h].T
+        a = torch.softmax(torch.einsum("bk,bsk->bs", q, k), dim=-1)
+        r = r + torch.einsum("bs,bsk->bk", a, v) @ p["W_O"][h].T
+    assert torch.allclose(out, r @ p["W_U"].T, atol=1e-10, rtol=0)
+
+
+def test_shared_compression_trains_stacked_with_padding_as_one_by_one():
+    cfg = TrainConfig(steps=25, batch_size=16, lr=1e-2, schedule="constant", early_stop=False, dtype="float64",
+                      device="cpu")
+    specs = [AoTSpec(heads=H, head_dim=dh, dim=3, vocab=5, seed=i, shared_compression=True)
+             for i, (H, dh) in enumerate([(1, 1), (3, 3), (2, 2)])]
+    stacked = train_models(specs, cfg, keep_params=True)
+    for i, spec in enumerate(specs):
+        alone = train_models([spec], cfg, keep_params=True)
+        for name, w in alone.params[0].items():
+            assert np.allclose(w, stacked.params[i][name], atol=1e-9, rtol=0), name
+
+
+def test_shared_compression_is_its_own_stack_and_needs_d_h_at_most_d():
+    specs = [AoTSpec(heads=1, head_dim=2, dim=3, vocab=4, shared_compression=c) for c in (False, True, False)]
+    assert group_by_shape(specs) == [[0, 2], [1]]
+    with pytest.raises(ValueError, match="head_dim must be at most dim"):
+        AoTSpec(heads=1, head_dim=4, dim=3, shared_compression=True)
+    with pytest.raises(TypeError, match="shared_compression"):
+        AoTSpec(heads=1, head_dim=2, dim=3, shared_compression=1)
 
 
 def test_mahdavi_embedding_model_is_mha_on_embedded_tokens():

@@ -1,4 +1,10 @@
-"""Dana et al., Figure 1(b): accuracy grows roughly quadratically in d_h (d = 10, H = 20, N = 50)."""
+"""Dana et al., Figure 1(b): accuracy grows roughly quadratically in d_h (d = 10, H = 20, N = 50).
+
+Both grids train two architectures side by side: the AoT of Eq. (2) (every head its own d -> d_h maps)
+and the variant in which all heads share one d -> d_h compression (``AoTSpec.shared_compression``, as
+Dana et al.'s final code is described), to test whether the curvature of the paper's figure comes from
+the architecture. :func:`summarize` takes one of them at a time.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from memcap import bounds
-from memcap.experiments._grids import aot_jobs
+from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.fits import PolyFit, linear_fit, poly_fit
+from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig1b"
 LABEL = "aot-fig-1b"
@@ -31,23 +38,26 @@ recomputed here."""
 PAPER = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
     "head_dim": list(range(1, 11)),
+    "shared_compression": [False, True],
     "seeds": [0, 1, 2, 3, 4],
     "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
 }
-# Quick: d_h up to d = 8 at H = 2, so the widest heads stay below saturation (T0 = 256).
+# Quick: d_h up to d = 8 with H = 8 heads and T0 = 1024, so the widest heads stay below saturation.
 QUICK = {
-    "model": {"vocab": 16, "seq_len": 2, "dim": 8, "heads": 2},
+    "model": {"vocab": 32, "seq_len": 2, "dim": 8, "heads": 8},
     "head_dim": [1, 2, 3, 4, 6, 8],
+    "shared_compression": [False, True],
     "seeds": [0, 1],
-    "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
+    "train": {"steps": 2000, "batch_size": 256, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 500},
 }
 
 
 def jobs(profile: str) -> list[dict]:
-    """Quick: one stacked job; paper: one job per seed (all d_h stacked)."""
+    """Quick: one job (each architecture one stack); paper: one job per seed (all d_h and both architectures)."""
     g = PAPER if profile == "paper" else QUICK
-    return aot_jobs(g["model"], "head_dim", g["head_dim"], g["seeds"], g["train"],
-                    split_by="seed" if profile == "paper" else None)
+    specs = [AoTSpec(**g["model"], head_dim=k, shared_compression=c, seed=s, data_seed=s)
+             for c in g["shared_compression"] for k in g["head_dim"] for s in g["seeds"]]
+    return split_jobs(specs, TrainConfig(**g["train"]), "seed" if profile == "paper" else None)
 
 
 @dataclass(frozen=True)
@@ -71,9 +81,14 @@ class HeadDimSummary:
     T0: int
 
 
-def summarize(results) -> HeadDimSummary:
-    """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records)."""
-    records = getattr(results, "records", results)
+def summarize(results, *, shared_compression: bool = False) -> HeadDimSummary:
+    """The figure's numbers from ``load_or_run(NAME)`` results (or a list of records), for the AoT of
+    Eq. (2) or, with ``shared_compression=True``, for the shared-compression variant (records without
+    the field count as Eq. (2))."""
+    records = [r for r in getattr(results, "records", results)
+               if bool(r.get("shared_compression", False)) == shared_compression]
+    if not records:
+        raise ValueError(f"records hold no model with shared_compression={shared_compression}")
     H, d, N, S = (shared_value(records, f) for f in ("heads", "dim", "vocab", "seq_len"))
     T0 = N ** S
     d_h, acc, spread = mean_accuracy(records, "head_dim")
