@@ -452,6 +452,14 @@ def aot_forward_stacked(params: dict[str, torch.Tensor], tokens: torch.Tensor) -
     """
     m = _check_stack(params, ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U"))
     check_shape("tokens", tokens, (m, None, params["positional_embedding"].shape[1]), "(m, B, S)")
+    d = params["token_embedding"].shape[2]
+    d_in = d
+    if "W_C" in params and params["W_C"].shape[1] > 0:   # shared compression: heads act on z in R^{d_h}
+        check_shape("W_C", params["W_C"], (m, None, d), "(m, d_h, d)")
+        d_in = params["W_C"].shape[1]
+    H, d_h = params["W_Q"].shape[1:3]
+    for name in ("W_Q", "W_K", "W_V"):
+        check_shape(name, params[name], (m, H, d_h, d_in), f"(m, H, d_h, {'d_h' if d_in != d else 'd'})")
     if tokens.is_floating_point():
         raise TypeError(f"tokens must have an integer dtype (token ids), got {tokens.dtype}")
     return _aot_outputs(params, tokens)

@@ -79,6 +79,10 @@ def test_shared_compression_is_eq2_with_heads_on_compressed_tokens():
         a = torch.softmax(torch.einsum("bk,bsk->bs", q, k), dim=-1)
         r = r + torch.einsum("bs,bsk->bk", a, v) @ p["W_O"][h].T
     assert torch.allclose(out, r @ p["W_U"].T, atol=1e-10, rtol=0)
+    bad = {k: v[None] for k, v in p.items()}
+    bad["W_Q"] = torch.zeros(1, 2, 2, 3, dtype=torch.float64)                # (H, d_h, d) where d_h is needed
+    with pytest.raises(ValueError, match="W_Q"):
+        aot_forward_stacked(bad, tokens)
 
 
 def test_shared_compression_trains_stacked_with_padding_as_one_by_one():
