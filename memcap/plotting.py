@@ -1,39 +1,71 @@
 """One visual style for every figure of the book.
 
-Theory (a bound or closed form) is drawn in the ``THEORY`` colour with dashed lines, measurements in
-``MEASURED`` with markers, constructions in ``CONSTRUCTED``. Use :func:`figure` to get a
-figure with the book's size and fonts, and :func:`theory_line` / :func:`measured` to draw.
+Sizes: a figure is :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. 688 pixels, the width of
+the text column of the site at desktop size, so it is displayed at (nearly) its own pixels with 9–10 pt
+text. Panels are laid out at most two per row (:func:`figure` refuses more), so four or more panels are
+stacked.
+
+Colours carry one meaning throughout the book:
+
+- ``THEORY`` (dark red, dashed): a bound or closed form proved in a paper;
+- ``MEASURED`` (dark blue, markers): what we computed or trained;
+- ``CONSTRUCTED`` (green): what a proof's construction achieves;
+- ``PUBLISHED`` (grey, open markers): numbers the papers' authors published;
+- ``RANDOM`` (purple): a random baseline.
+
+When a figure shows one curve per value of a parameter (a dataset size T, a width d), use
+:func:`series_colors`, which orders the colours light to dark with the parameter. Fitted lines are drawn by
+:func:`fit_line` (dotted, in the legend, only over the range they were fitted on). Labels must typeset
+their symbols as math (``"$d_h$"``, ``"$\\le$"``): :func:`finish` refuses ``d_h`` or ``<=`` outside
+``$...$``, so a raw symbol cannot reach a page.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Callable, Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-THEORY = "#c0392b"
+__all__ = ["THEORY", "MEASURED", "CONSTRUCTED", "PUBLISHED", "RANDOM", "PALETTE", "WIDTH", "HEIGHT", "DPI",
+           "use_style", "figure", "series_colors", "theory_line", "measured", "published", "fit_line",
+           "log_axis", "finish", "legend_below", "glue_figure", "check_label"]
+
+THEORY = "#b2182b"
 MEASURED = "#1f4e79"
-CONSTRUCTED = "#27854a"
-RANDOM = "#8e7cc3"
-PALETTE = ("#1f4e79", "#e08a1e", "#27854a", "#8e7cc3", "#7f7f7f", "#17becf", "#bcbd22")
-"""Colours for several measured series (e.g. one per dataset size T)."""
+CONSTRUCTED = "#1b7837"
+PUBLISHED = "#6f6f6f"
+RANDOM = "#7b3294"
+PALETTE = ("#1f4e79", "#e08a1e", "#1b7837", "#7b3294", "#6f6f6f", "#17becf", "#bcbd22")
+"""Categorical colours, for series that are not ordered (e.g. two architectures)."""
 
-WIDTH, HEIGHT = 6.4, 3.8
+DPI = 110
+WIDTH = 6.25
+"""Inches: 6.25 in at 110 dpi is 688 px, the site's text column at desktop width."""
+HEIGHT = 3.4
 
 _RC = {
-    "figure.dpi": 110,
-    "savefig.dpi": 110,
-    "font.size": 10,
-    "axes.titlesize": 11,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "font.size": 9.5,
+    "axes.titlesize": 10,
     "axes.labelsize": 10,
-    "legend.fontsize": 8.5,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "lines.linewidth": 1.8,
     "figure.constrained_layout.use": True,
+    "mathtext.fontset": "dejavusans",
 }
+
+MAX_COLUMNS = 2
 
 
 def use_style() -> None:
@@ -41,23 +73,49 @@ def use_style() -> None:
     plt.rcParams.update(_RC)
 
 
-def figure(ncols: int = 1, nrows: int = 1, *, width: float | None = None, height: float | None = None):
-    """A ``(fig, axes)`` pair in the book's style; ``axes`` is a single Axes when ``ncols == nrows == 1``."""
-    if ncols < 1 or nrows < 1:
-        raise ValueError(f"ncols and nrows must be >= 1, got ncols={ncols}, nrows={nrows}")
+def figure(ncols: int = 1, nrows: int = 1, *, width: float | None = None, height: float | None = None,
+           sharex: bool = False, sharey: bool = False):
+    """A ``(fig, axes)`` pair in the book's style.
+
+    ``axes`` is one Axes for a single panel, a 1-d array for one row or one column, else a 2-d array
+    (``nrows x ncols``). At most two panels per row: lay out four panels as ``ncols=2, nrows=2``, six as
+    ``ncols=2, nrows=3``. ``height`` defaults to :data:`HEIGHT` per row (a little less for several rows).
+    """
+    for name, value in (("ncols", ncols), ("nrows", nrows)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"ncols and nrows must be >= 1, got ncols={ncols}, nrows={nrows}")
+    if ncols > MAX_COLUMNS:
+        raise ValueError(f"ncols must be <= {MAX_COLUMNS} (panels wider than half the column are unreadable); "
+                         f"stack them: ncols={MAX_COLUMNS}, nrows={-(-ncols * nrows // MAX_COLUMNS)}")
+    for name, value in (("width", width), ("height", height)):
+        if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number of inches, got {value!r}")
+    if width is not None and width > WIDTH:
+        raise ValueError(f"width must be <= {WIDTH} inches (the text column), got {width}")
     use_style()
-    w = width if width is not None else WIDTH * (1 if ncols == 1 else min(1.6, 0.62 * ncols + 0.4))
-    h = height if height is not None else HEIGHT * nrows * (1 if nrows == 1 else 0.8)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), squeeze=True)
+    w = width if width is not None else WIDTH
+    h = height if height is not None else (HEIGHT if nrows == 1 else 0.82 * HEIGHT * nrows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), squeeze=True, sharex=sharex, sharey=sharey)
     return fig, axes
 
 
-def theory_line(ax, x: Sequence[float], y: Sequence[float], label: str, *, color: str = THEORY, **kw):
+def series_colors(n: int, cmap: str = "viridis") -> list[str]:
+    """``n`` colours ordered light to dark, for curves indexed by an increasing parameter (e.g. ``T``)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    colormap = matplotlib.colormaps[cmap]
+    # avoid the palest end of the map: it vanishes on white
+    points = [0.85] if n == 1 else np.linspace(0.85, 0.05, n)
+    return [matplotlib.colors.to_hex(colormap(p)) for p in points]
+
+
+def theory_line(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = THEORY, **kw):
     """Draw a bound or closed form: dashed, in the theory colour, labelled with the formula."""
-    return ax.plot(np.asarray(x), np.asarray(y), linestyle="--", color=color, label=label, **kw)
+    kw.setdefault("linestyle", "--")
+    return ax.plot(np.asarray(x), np.asarray(y), color=color, label=label, **kw)
 
 
-def measured(ax, x: Sequence[float], y: Sequence[float], label: str, *, color: str = MEASURED,
+def measured(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = MEASURED,
              yerr: Sequence[float] | None = None, marker: str = "o", **kw):
     """Draw measurements: markers joined by a thin line, with optional error bars."""
     if yerr is not None:
@@ -67,14 +125,102 @@ def measured(ax, x: Sequence[float], y: Sequence[float], label: str, *, color: s
                    label=label, **kw)
 
 
-def finish(ax, *, xlabel: str, ylabel: str, title: str | None = None, legend: bool = True) -> None:
-    """Label axes (with symbols and units), optional title, legend outside the data when crowded."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+def published(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = PUBLISHED,
+              marker: str = "s", **kw):
+    """Draw numbers a paper's authors published: open markers, thin grey line."""
+    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, markersize=4.5, linewidth=1.0,
+                   markerfacecolor="none", label=label, **kw)
+
+
+def fit_line(ax, x: Sequence[float], fn: Callable[[np.ndarray], np.ndarray], label: str | None, *,
+             color: str = MEASURED, points: int = 100, **kw):
+    """Draw a fitted curve ``fn`` dotted, only over ``[min(x), max(x)]``, the range it was fitted on."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0 or not np.all(np.isfinite(x)):
+        raise ValueError("x must be a non-empty array of finite values (the points the fit used)")
+    grid = np.linspace(x.min(), x.max(), points) if x.size > 1 else x
+    kw.setdefault("linestyle", ":")
+    kw.setdefault("linewidth", 1.4)
+    return ax.plot(grid, np.asarray(fn(grid), dtype=float), color=color, label=label, **kw)
+
+
+def _plain(value: float, _pos=None) -> str:
+    return f"{value:g}"
+
+
+def log_axis(ax, which: str = "x", base: float = 10) -> None:
+    """Make ``which`` ('x', 'y' or 'both') logarithmic with ticks written as plain numbers (1, 10, 100)."""
+    if which not in ("x", "y", "both"):
+        raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
+    axes = ("x", "y") if which == "both" else (which,)
+    for a in axes:
+        axis = ax.xaxis if a == "x" else ax.yaxis
+        (ax.set_xscale if a == "x" else ax.set_yscale)("log", base=base)
+        axis.set_major_locator(LogLocator(base=base))
+        axis.set_major_formatter(FuncFormatter(_plain))
+        axis.set_minor_formatter(NullFormatter())
+
+
+_RAW = [(re.compile(r"(?<![\\$])\b[A-Za-z]+_[A-Za-z0-9{]"), "a subscript such as d_h"),
+        (re.compile(r"<=|>=|!="), "a comparison written as <=, >= or !="),
+        (re.compile(r"\^"), "a power written with ^")]
+
+
+def check_label(text: str) -> str:
+    """Return ``text`` if its symbols are typeset as math, else raise ``ValueError`` saying what is raw.
+
+    Outside ``$...$`` a label may not contain ``x_y``, ``<=``, ``>=``, ``!=`` or ``^``: write ``$d_h$``,
+    ``$\\le$``, ``$d^2$``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a label must be a str, got {type(text).__name__}")
+    outside = re.sub(r"\$[^$]*\$", " ", text)
+    if outside.count("$"):
+        raise ValueError(f"label {text!r} has an unmatched $")
+    for pattern, what in _RAW:
+        if pattern.search(outside):
+            raise ValueError(f"label {text!r} has {what} outside $...$: typeset it as math")
+    return text
+
+
+def finish(ax, *, xlabel: str, ylabel: str, title: str | None = None, legend: bool | str = True) -> None:
+    """Label axes (symbols in ``$...$``, units), optional title, and the legend.
+
+    ``legend``: True (inside, at the emptiest place), ``"below"`` (under the axes, off the data),
+    ``"right"`` (right of the axes) or False. Every label of the axes, title and legend is checked with
+    :func:`check_label`.
+    """
+    if legend not in (True, False, "below", "right"):
+        raise ValueError(f"legend must be True, False, 'below' or 'right', got {legend!r}")
+    ax.set_xlabel(check_label(xlabel))
+    ax.set_ylabel(check_label(ylabel))
     if title:
-        ax.set_title(title)
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(frameon=False)
+        ax.set_title(check_label(title))
+    handles, labels = ax.get_legend_handles_labels()
+    for label in labels:
+        check_label(label)
+    if not legend or not handles:
+        return
+    if legend == "below":
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=min(3, len(handles)))
+    elif legend == "right":
+        ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
+    else:
+        ax.legend(loc="best")
+
+
+def legend_below(fig, axes=None, *, ncols: int | None = None) -> None:
+    """One legend for the whole figure, under its panels (the handles of every panel, each label once)."""
+    axes = fig.axes if axes is None else list(np.ravel(axes))
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if not label.startswith("_") and label not in seen:
+                seen[check_label(label)] = handle
+    if not seen:
+        raise ValueError("legend_below found no labelled artist in the figure")
+    fig.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
+               ncols=ncols or min(3, len(seen)))
 
 
 def glue_figure(name: str, fig) -> None:

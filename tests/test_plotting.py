@@ -1,4 +1,5 @@
 import matplotlib
+import numpy as np
 import pytest
 
 from memcap import plotting
@@ -6,26 +7,103 @@ from memcap import plotting
 
 def test_figure_uses_the_book_style_and_draws_theory_dashed():
     fig, ax = plotting.figure()
-    (line,) = plotting.theory_line(ax, [1, 2, 3], [1, 2, 3], "Theorem 1: H(r-1)+1")
+    (line,) = plotting.theory_line(ax, [1, 2, 3], [1, 2, 3], "Theorem 1: $H(r-1)+1$")
     plotting.measured(ax, [1, 2, 3], [1, 1.5, 2.5], "measured")
     plotting.finish(ax, xlabel="heads $H$", ylabel="rank")
     assert line.get_linestyle() == "--" and line.get_color() == plotting.THEORY
     assert ax.get_xlabel() == "heads $H$"
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Theorem 1: H(r-1)+1", "measured"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Theorem 1: $H(r-1)+1$", "measured"]
     assert matplotlib.rcParams["axes.spines.top"] is False
     matplotlib.pyplot.close(fig)
+
+
+def test_figure_width_is_the_text_column():
+    fig, _ = plotting.figure()
+    width_px = fig.get_size_inches()[0] * fig.dpi
+    assert 650 <= width_px <= 700, width_px   # the site's column is 688 px at 1280 px
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="width must be <="):
+        plotting.figure(width=9)
 
 
 def test_figure_grid_and_bad_sizes():
     fig, axes = plotting.figure(ncols=2)
     assert len(axes) == 2
     matplotlib.pyplot.close(fig)
+    fig, axes = plotting.figure(ncols=2, nrows=3)
+    assert axes.shape == (3, 2)
+    matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="ncols and nrows must be >= 1"):
         plotting.figure(ncols=0)
+    with pytest.raises(ValueError, match="stack them: ncols=2, nrows=2"):
+        plotting.figure(ncols=4)
 
 
 def test_measured_with_error_bars():
     fig, ax = plotting.figure()
     container = plotting.measured(ax, [1, 2], [0.5, 0.7], "acc", yerr=[0.1, 0.1])
     assert len(container.lines) == 3
+    matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("label", ["head dimension d_h", "R^2 of the fit", "accuracy <= 1", "W_QK rank"])
+def test_raw_symbols_in_labels_are_refused(label):
+    fig, ax = plotting.figure()
+    ax.plot([0, 1], [0, 1], label=label)
+    with pytest.raises(ValueError, match="outside \\$...\\$"):
+        plotting.finish(ax, xlabel="x", ylabel="y")
+    with pytest.raises(ValueError, match="typeset it as math"):
+        plotting.finish(ax, xlabel=label, ylabel="y")
+    matplotlib.pyplot.close(fig)
+
+
+def test_math_labels_pass():
+    for label in ["head dimension $d_h$", "$R^2$", "$T \\le H(n-1)+1$", "plain words, T = 200"]:
+        assert plotting.check_label(label) == label
+    with pytest.raises(ValueError, match="unmatched"):
+        plotting.check_label("$d_h")
+
+
+def test_fit_line_is_clipped_to_the_fitted_range_and_labelled():
+    fig, ax = plotting.figure()
+    (line,) = plotting.fit_line(ax, [2, 5, 9], lambda x: 2 * x, "least squares: $2H$")
+    xs = line.get_xdata()
+    assert xs.min() == 2 and xs.max() == 9 and line.get_linestyle() == ":"
+    assert np.allclose(line.get_ydata(), 2 * xs)
+    plotting.finish(ax, xlabel="$H$", ylabel="y")
+    assert "least squares: $2H$" in [t.get_text() for t in ax.get_legend().get_texts()]
+    with pytest.raises(ValueError, match="non-empty"):
+        plotting.fit_line(ax, [], lambda x: x, "x")
+    matplotlib.pyplot.close(fig)
+
+
+def test_series_colors_are_ordered_and_distinct():
+    colors = plotting.series_colors(4)
+    assert len(set(colors)) == 4
+    lum = [np.dot(matplotlib.colors.to_rgb(c), [0.299, 0.587, 0.114]) for c in colors]
+    assert lum == sorted(lum, reverse=True)   # light to dark
+    with pytest.raises(ValueError):
+        plotting.series_colors(0)
+
+
+def test_log_axis_writes_plain_ticks():
+    fig, ax = plotting.figure()
+    ax.plot([1, 10, 100, 1000], [1, 2, 3, 4])
+    plotting.log_axis(ax, "x")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert "100" in labels and not any("10^" in t for t in labels)
+    with pytest.raises(ValueError):
+        plotting.log_axis(ax, "z")
+    matplotlib.pyplot.close(fig)
+
+
+def test_legend_below_collects_every_panel_once():
+    fig, axes = plotting.figure(ncols=2)
+    for ax in axes:
+        plotting.measured(ax, [1, 2], [1, 2], "measured")
+        plotting.theory_line(ax, [1, 2], [1, 1], "bound")
+    plotting.legend_below(fig, axes)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["measured", "bound"]
     matplotlib.pyplot.close(fig)

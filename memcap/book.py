@@ -1,0 +1,141 @@
+"""What the chapters use to show a result: refusals that must happen, tables, numbers for prose.
+
+Chapters are executed when the book is built, and a cell that *demonstrates* something must fail the
+build when the thing stops being true. :func:`expect_refusal` is the one way to show that ``memcap``
+refuses an input: it prints the refusal, and raises if the call went through or failed for another
+reason. :func:`table` turns rows into a Markdown table that the page typesets (math included), instead
+of a fixed-width print that a narrow column cuts off. :func:`sci` and :func:`glue_sci` write small and
+large numbers the way running text does (:math:`7.8\\times 10^{-3}`, not ``7.8e-03``).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from typing import Any, Callable, Sequence
+
+__all__ = ["expect_refusal", "table", "sci", "glue_sci", "prose_list"]
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def expect_refusal(call: Callable[[], Any], match: str, *,
+                   error: type[BaseException] | tuple[type[BaseException], ...] = ValueError,
+                   quiet: bool = False) -> str:
+    """Call ``call()`` and require that it raises ``error`` with a message matching ``match``.
+
+    Prints ``Refused: <message>`` (unless ``quiet``) and returns the message. Raises
+    ``AssertionError`` if the call returns normally or its message does not match (``re.search``);
+    any other exception propagates unchanged. Use it for every "the library refuses this" cell, so that
+    the build fails if a check disappears::
+
+        expect_refusal(lambda: memorize(contexts, queries, labels, heads=4, head_dim=3),
+                       match="Assumption 1")
+    """
+    if not callable(call):
+        raise TypeError(f"call must be a callable taking no arguments (e.g. a lambda), got {type(call).__name__}")
+    if not isinstance(match, str) or not match:
+        raise TypeError(f"match must be a non-empty regular expression string, got {match!r}")
+    errors = error if isinstance(error, tuple) else (error,)
+    if not errors or not all(isinstance(e, type) and issubclass(e, BaseException) for e in errors):
+        raise TypeError(f"error must be an exception class or a tuple of them, got {error!r}")
+    try:
+        pattern = re.compile(match)
+    except re.error as exc:
+        raise ValueError(f"match is not a valid regular expression: {exc}") from None
+    names = " or ".join(e.__name__ for e in errors)
+    try:
+        result = call()
+    except errors as exc:
+        message = str(exc)
+        if not pattern.search(message):
+            raise AssertionError(
+                f"expected a {names} whose message matches {match!r}, got {type(exc).__name__}: {message}"
+            ) from exc
+        if not quiet:
+            print(f"Refused: {message}")
+        return message
+    raise AssertionError(f"expected the call to be refused with a {names} matching {match!r}, "
+                         f"but it returned {_describe(result)}")
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """``value`` as LaTeX for running text: ``0.0078 -> '7.8 \\times 10^{-3}'``, ``0.25 -> '0.25'``.
+
+    Numbers with magnitude in [0.01, 10^4) are written plainly with ``digits + 1`` significant digits
+    (all digits of the integer part are kept: ``1234.5 -> '1234'``); others as a mantissa with ``digits`` decimals times a power of ten. Zero is ``'0'``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"value must be a real number, got {value!r}")
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0:
+        raise ValueError(f"digits must be an integer >= 0, got {digits!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"value must be finite, got {value}")
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if 0.01 <= magnitude < 1e4:
+        decimals = max(0, digits - math.floor(math.log10(magnitude)))
+        return f"{value:.{decimals}f}"
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    exponent = int(exponent)
+    if mantissa.lstrip("-") in ("1", "1." + "0" * digits):
+        return f"{'-' if value < 0 else ''}10^{{{exponent}}}"
+    return f"{mantissa} \\times 10^{{{exponent}}}"
+
+
+def glue_sci(name: str, value: float, digits: int = 1) -> None:
+    """Glue ``value`` as inline math for prose: paste it with ``{glue:md}`name``` (not ``glue:text``)."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(f"${sci(value, digits)}$"), display=False)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value)
+    if "|" in text.replace("\\|", ""):
+        text = text.replace("|", "\\|")
+    return text.replace("\n", " ")
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str], *, align: str | None = None):
+    """A Markdown table the page typesets: ``header`` names the columns, ``rows`` hold the cells.
+
+    Cells are written with ``str`` (format numbers before passing them); ``$...$`` in a cell is math.
+    ``align`` is one letter per column, ``l``, ``c`` or ``r`` (default: left). Returns an
+    ``IPython.display.Markdown`` object: make it the last expression of a cell, or ``glue`` it.
+    """
+    from IPython.display import Markdown
+
+    header = list(header)
+    if not header or not all(isinstance(h, str) for h in header):
+        raise TypeError("header must be a non-empty sequence of column names (str)")
+    width = len(header)
+    rows = [list(r) for r in rows]
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"rows[{i}] has {len(row)} cells but header has {width} columns")
+    align = align or "l" * width
+    if len(align) != width or set(align) - set("lcr"):
+        raise ValueError(f"align must be one of l/c/r per column ({width} letters), got {align!r}")
+    rule = {"l": ":--", "c": ":-:", "r": "--:"}
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule[a] for a in align) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return Markdown("\n".join(lines))
+
+
+def prose_list(items: Sequence[Any], conjunction: str = "and") -> str:
+    """``['a', 'b', 'c'] -> 'a, b and c'``: a list for running text."""
+    items = [str(i) for i in items]
+    if not items:
+        raise ValueError("items must not be empty")
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + f" {conjunction} " + items[-1]

@@ -1,0 +1,237 @@
+"""What a reader would notice on a page, checked in a real browser (Debian's Chromium via Playwright).
+
+Used by ``tests/test_browser.py`` (every page of the strict build, at desktop and phone width) and by
+``python -m tests.preview`` (a few chapters built quickly while writing). Each check returns the list of
+problems it found, as sentences a chapter author can act on; an empty list means the page is fine.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+DESKTOP, PHONE = 1280, 390
+# A console error the book theme logs on every page; it does not affect the page.
+KNOWN_CONSOLE_NOISE = ("invalid theme mode",)
+BOX_TITLE = re.compile(r"^(Definition|Assumption|Theorem|Proposition|Lemma|Corollary|Remark|Claim|Conjecture)"
+                       r" \d+\.\d+")
+WIDE_OK = "wide-ok"
+"""Class of an element (or an ancestor) that may scroll sideways on purpose, e.g. a very wide table."""
+
+
+def chromium_path() -> str:
+    """Debian's Chromium; installed with apt-get when missing and we may (root), else a clear error."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        found = shutil.which("chromium")
+        if found:
+            return found
+    raise RuntimeError("the browser checks need Debian's Chromium: run `sudo apt-get install chromium`")
+
+
+@contextmanager
+def serve(html: Path) -> Iterator[str]:
+    """Serve the built site at ``html`` on a free local port; yields the base URL."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output readable
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+@contextmanager
+def chromium():
+    """A headless Chromium (Playwright's driver, Debian's browser: nothing is downloaded)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# Everything is measured in the page by one script, so that a page costs one round trip.
+_MEASURE = r"""() => {
+  const art = document.querySelector('article.bd-article');
+  if (!art) return {missing: true};
+  const artRect = art.getBoundingClientRect();
+  const wideOk = el => !!el.closest('.WIDE_OK');
+  const short = t => (t || '').replace(/\s+/g, ' ').trim().slice(0, 70);
+
+  // raw TeX: the text of the article, hidden parts (collapsed solutions) included, without code and math
+  const copy = art.cloneNode(true);
+  copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight, .MathJax, mjx-assistive-mml')
+      .forEach(e => e.remove());
+  const text = copy.textContent;
+  const raw = [];
+  const re = /\$|\\\(|\\\)|\\\[|\\\]|\\[A-Za-z]+/g;
+  let m;
+  while ((m = re.exec(text)) !== null && raw.length < 5) {
+    raw.push(short(text.slice(Math.max(0, m.index - 30), m.index + 30)));
+  }
+
+  // boxes wider than their content allows
+  const overflow = [];
+  const candidates = art.querySelectorAll(
+      'mjx-container[display="true"], div.math, div.highlight pre, div.cell_output pre, ' +
+      'div.cell_output, div.output pre, table');
+  for (const el of candidates) {
+    if (wideOk(el)) continue;
+    const box = el.tagName === 'TABLE' ? el.parentElement : el;
+    if (box.scrollWidth > box.clientWidth + 1) {
+      overflow.push([el.tagName.toLowerCase(), box.scrollWidth, box.clientWidth, short(el.textContent)]);
+    }
+  }
+  const shrunk = [...art.querySelectorAll('mjx-container.memcap-shrunk')].map(e => short(e.textContent));
+
+  // figures
+  const images = [...art.querySelectorAll('img')].map(img => {
+    const fig = img.closest('figure');
+    const number = fig ? fig.querySelector('figcaption .caption-number') : null;
+    const r = img.getBoundingClientRect();
+    return {src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0,
+            natural: img.naturalWidth, shown: img.clientWidth, right: r.right - artRect.right,
+            numbered: !!number, caption: fig ? short(fig.querySelector('figcaption')?.textContent) : ''};
+  });
+
+  // ids
+  const counts = {};
+  document.querySelectorAll('[id]').forEach(e => { counts[e.id] = (counts[e.id] || 0) + 1; });
+  const duplicates = Object.keys(counts).filter(k => counts[k] > 1);
+
+  const titles = [...document.querySelectorAll('div.proof:not(.admonition-proof) > p.admonition-title')]
+      .map(t => t.innerText.trim());
+  const links = [...document.querySelectorAll('a[href]')].map(a => a.href)
+      .filter(h => h.startsWith(location.origin));
+  return {raw, overflow, shrunk, images, duplicates, titles, links,
+          hasMath: !!art.querySelector('span.math, div.math'),
+          typeset: art.querySelectorAll('mjx-container').length,
+          figureAsText: art.innerText.includes('<Figure size'),
+          pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth};
+}""".replace("WIDE_OK", WIDE_OK)
+
+
+@dataclass
+class PageReport:
+    doc: str
+    width: int
+    problems: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+
+def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None = None,
+               full_page: bool = False) -> PageReport:
+    """Open ``doc`` (e.g. ``book/setting``) at ``width`` px and list what a reader would notice."""
+    report = PageReport(doc, width)
+    problems = report.problems
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    blocked: list[str] = []
+    errors: list[str] = []
+    failed: list[str] = []
+
+    def block(route):
+        if not route.request.url.startswith("data:"):
+            blocked.append(route.request.url)
+        route.abort()
+
+    context.route(re.compile(r"^(?!http://127\.0\.0\.1).*"), block)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    try:
+        page.goto(f"{base}/{doc}.html", wait_until="load")
+        if page.locator("script[src*='mathjax']").count():
+            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+            page.evaluate("MathJax.startup.promise")
+        page.wait_for_function("document.documentElement.dataset.memcapFitted === '1'", timeout=10_000)
+        m = page.evaluate(_MEASURE)
+        if m.get("missing"):
+            problems.append("no article element: not a book page")
+            return report
+        report.links = m["links"]
+        if m["raw"]:
+            problems.append(f"raw TeX or $ left in the text (collapsed parts included): {m['raw']}")
+        if m["hasMath"] and not m["typeset"]:
+            problems.append("the page has math but MathJax typeset nothing")
+        if m["figureAsText"]:
+            problems.append("a figure was printed as text ('<Figure size ...>') instead of drawn")
+        for title in m["titles"]:
+            if not title.startswith("Proof") and not BOX_TITLE.match(title):
+                problems.append(f"theorem-like box without a number: {title!r}")
+        if m["duplicates"]:
+            problems.append(f"duplicated id attributes: {m['duplicates'][:8]}")
+        for img in m["images"]:
+            name = img["src"].rsplit("/", 1)[-1][:24]
+            if not img["loaded"]:
+                problems.append(f"image {name} did not load")
+                continue
+            if not img["numbered"]:
+                problems.append(f"image {name} is not a numbered, captioned figure (use glue:figure with :name:)")
+            if not img["alt"] or re.search(r"\.(png|jpe?g|svg)$|_images/|^\.\./", img["alt"]):
+                problems.append(f"image {name} has no alt text or a file path as alt text: {img['alt']!r}")
+            if width == DESKTOP:
+                if img["right"] > 1:
+                    problems.append(f"figure {name} sticks out of the text column by {img['right']:.0f} px")
+                if img["shown"] < 0.9 * img["natural"]:
+                    problems.append(f"figure {name} is shown at {img['shown']} of its {img['natural']} px "
+                                    f"(< 90 %): draw it with memcap.plotting's width ({img['caption'][:40]})")
+        if width == DESKTOP:
+            for tag, need, have, text in m["overflow"]:
+                problems.append(f"{tag} is wider than its box ({need} > {have} px): {text!r}")
+            for text in m["shrunk"]:
+                problems.append(f"display equation too wide for the desktop column (break it): {text!r}")
+        if m["pageWidth"] > m["viewport"] + 1:
+            problems.append(f"the page scrolls sideways at {width} px ({m['pageWidth']} px wide)")
+        if blocked:
+            problems.append(f"requests left the machine: {blocked[:5]}")
+        if failed:
+            problems.append(f"requests failed: {failed[:5]}")
+        real_errors = [e for e in errors if not any(n in e for n in KNOWN_CONSOLE_NOISE)]
+        if real_errors:
+            problems.append(f"JavaScript errors: {real_errors[:3]}")
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=full_page)
+    finally:
+        context.close()
+    return report
+
+
+def broken_links(links: set[str]) -> list[str]:
+    """The local URLs among ``links`` that do not answer 200 (fragments ignored)."""
+    import urllib.error
+    import urllib.request
+
+    bad = []
+    for url in sorted({link.split("#", 1)[0] for link in links}):
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                if response.status != 200:
+                    bad.append(f"{response.status} {url}")
+        except urllib.error.HTTPError as err:
+            bad.append(f"{err.code} {url}")
+    return bad

@@ -1,0 +1,74 @@
+"""memcap.book: the helpers chapters use to show refusals, tables and numbers."""
+import pytest
+
+from memcap import book
+
+
+def _refuse(message="Assumption 1 fails: queries 0, 1 are dependent"):
+    raise ValueError(message)
+
+
+def test_expect_refusal_prints_and_returns_the_message(capsys):
+    message = book.expect_refusal(_refuse, match="Assumption 1")
+    assert message.startswith("Assumption 1 fails")
+    assert capsys.readouterr().out.strip() == f"Refused: {message}"
+
+
+def test_expect_refusal_fails_when_nothing_is_refused():
+    with pytest.raises(AssertionError, match="but it returned 42"):
+        book.expect_refusal(lambda: 42, match="Assumption 1")
+
+
+def test_expect_refusal_fails_on_the_wrong_message():
+    with pytest.raises(AssertionError, match="matches 'Assumption 2'"):
+        book.expect_refusal(_refuse, match="Assumption 2")
+
+
+def test_expect_refusal_lets_other_errors_through():
+    def crash():
+        raise RuntimeError("an unrelated bug")
+    with pytest.raises(RuntimeError, match="unrelated bug"):
+        book.expect_refusal(crash, match=".")
+
+
+def test_expect_refusal_takes_other_error_types_and_checks_its_arguments():
+    def type_error():
+        raise TypeError("heads must be a positive integer")
+    assert "heads" in book.expect_refusal(type_error, match="heads", error=TypeError, quiet=True)
+    with pytest.raises(TypeError, match="callable"):
+        book.expect_refusal("not callable", match="x")
+    with pytest.raises(TypeError, match="non-empty"):
+        book.expect_refusal(_refuse, match="")
+    with pytest.raises(ValueError, match="regular expression"):
+        book.expect_refusal(_refuse, match="(")
+
+
+@pytest.mark.parametrize("value, text", [(0.0078, "7.8 \\times 10^{-3}"), (0.25, "0.25"), (1234.5, "1234"), (0.0123, "0.012"),
+                                         (2.4e-16, "2.4 \\times 10^{-16}"), (1e-12, "10^{-12}"), (0, "0"),
+                                         (-3.1e-5, "-3.1 \\times 10^{-5}"), (5e6, "5.0 \\times 10^{6}")])
+def test_sci(value, text):
+    assert book.sci(value) == text
+
+
+def test_sci_refuses_non_finite():
+    with pytest.raises(ValueError, match="finite"):
+        book.sci(float("nan"))
+    with pytest.raises(TypeError):
+        book.sci("1")
+
+
+def test_table_is_markdown_with_a_rule_and_aligned_columns():
+    md = book.table([["$H$", 3], ["$d_h$", 4]], ["symbol", "value"], align="lr").data
+    lines = md.splitlines()
+    assert lines[0] == "| symbol | value |" and lines[1] == "|:--|--:|" and lines[3] == "| $d_h$ | 4 |"
+    with pytest.raises(ValueError, match="rows\\[0\\] has 1 cells but header has 2"):
+        book.table([[1]], ["a", "b"])
+    with pytest.raises(ValueError, match="align"):
+        book.table([[1, 2]], ["a", "b"], align="lx")
+
+
+def test_prose_list():
+    assert book.prose_list([1, 2, 3]) == "1, 2 and 3"
+    assert book.prose_list(["a"]) == "a"
+    with pytest.raises(ValueError):
+        book.prose_list([])

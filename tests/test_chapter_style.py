@@ -1,0 +1,87 @@
+"""House rules of the chapters' sources that a reader of the site would otherwise pay for.
+
+See CONTRIBUTING.md. Fast: reads the MyST sources, executes nothing.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+import jupytext
+import pytest
+
+from tests.conftest import ROOT, toc_files
+
+MAX_CODE_LINE = 79
+"""Characters per code line: 80 fit the text column at desktop width, solutions included."""
+HIDDEN = {"hide-cell", "remove-cell", "hide-input", "remove-input"}
+CHECK_CALLS = {"glue", "glue_sci", "glue_figure"}
+
+CHAPTERS = [d for d in toc_files()]
+
+
+def _cells(doc: str):
+    notebook = jupytext.read(ROOT / f"{doc}.md")
+    return [c for c in notebook.cells if c.cell_type == "code"]
+
+
+def _is_check_only(source: str) -> bool:
+    """True if every statement is an import, an assert, or a call of glue / glue_sci / glue_figure."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics: not a check-only cell
+        return False
+    return bool(tree.body) and all(_is_check(node) for node in tree.body)
+
+
+def _is_check(node: ast.stmt) -> bool:
+    if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assert)):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in CHECK_CALLS
+    if isinstance(node, ast.For):
+        return all(_is_check(n) for n in node.body)
+    return False
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_code_lines_fit_the_column(doc):
+    long = [(i, line) for cell in _cells(doc) for i, line in enumerate(cell.source.splitlines())
+            if len(line) > MAX_CODE_LINE]
+    assert not long, (f"{doc}: {len(long)} code line(s) longer than {MAX_CODE_LINE} characters, e.g. "
+                      f"{long[0][1]!r}")
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_refusals_are_demonstrated_with_expect_refusal(doc):
+    text = (ROOT / f"{doc}.md").read_text(encoding="utf-8")
+    assert "except ValueError" not in text and "except TypeError" not in text, (
+        f"{doc}: show a refusal with memcap.book.expect_refusal(...), which fails the build when the "
+        "refusal disappears; a try/except that prints the error cannot fail")
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_check_only_cells_are_collapsed(doc):
+    visible = [c.source.splitlines()[0] for c in _cells(doc)
+               if _is_check_only(c.source) and not HIDDEN & set(c.metadata.get("tags", []))]
+    assert not visible, (f"{doc}: cells made only of imports, asserts and glue calls belong in a collapsed "
+                         f"verification cell (tags: [hide-cell]); visible ones start with {visible[:3]}")
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_glued_figure_is_placed_with_a_name(doc):
+    text = (ROOT / f"{doc}.md").read_text(encoding="utf-8")
+    glued = set(re.findall(r"glue_figure\(\s*[\"']([^\"']+)[\"']", text))
+    placed = dict(re.findall(r"```\{glue:figure\}\s+(\S+)\s*\n((?::[^\n]*\n)*)", text))
+    for key in glued:
+        assert key in placed, f"{doc}: figure {key!r} is glued but never placed with {{glue:figure}}"
+        assert ":name:" in placed[key], f"{doc}: {{glue:figure}} {key} needs a :name: label (and a caption)"
+
+
+def test_check_only_detection():
+    assert _is_check_only("assert x == 1\nglue('a', 1, display=False)\nfrom memcap import book")
+    assert not _is_check_only("y = f(x)\nassert y == 1")
+    assert not _is_check_only("%matplotlib inline")
+    assert _is_check_only("for k in ks:\n    assert k > 0")
+    assert not _is_check_only("for k in ks:\n    print(k)")
