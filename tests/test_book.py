@@ -43,8 +43,8 @@ def test_labels_are_namespaced_and_unique():
             seen[label] = name
             if label.startswith(("mha-", "aot-")) and not re.match(r"^(mha|aot)-fig-", label):
                 assert label in inventory, f"{name}: label {label} is not in inventory.tsv"
-            assert re.match(r"^(mha|aot|ex|setting|syn)-[a-z0-9-]+$", label), (
-                f"{name}: label {label} is not namespaced (mha-*, aot-*, ex-<chapter>-<k>, setting-*)")
+            assert re.match(r"^(mha|aot|ex|setting|syn|book)-[a-z0-9-]+$", label), (
+                f"{name}: label {label} is not namespaced (mha-*, aot-*, ex-<chapter>-<k>, setting-*, syn-*, book-*)")
 
 
 @pytest.mark.slow
