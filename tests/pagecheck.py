@@ -144,8 +144,13 @@ class PageReport:
 
 
 def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None = None,
-               full_page: bool = False) -> PageReport:
-    """Open ``doc`` (e.g. ``book/setting``) at ``width`` px and list what a reader would notice."""
+               full_page: bool = False, parts: bool = False) -> PageReport:
+    """Open ``doc`` (e.g. ``book/setting``) at ``width`` px and list what a reader would notice.
+
+    ``screenshot``: save the top of the page (the whole page with ``full_page``) there; with ``parts``,
+    also every figure and every theorem-like box as ``<screenshot stem>-fig<k>.png`` / ``-box<k>.png``,
+    small enough to look at one by one.
+    """
     report = PageReport(doc, width)
     problems = report.problems
     context = browser.new_context(viewport={"width": width, "height": 900})
@@ -216,6 +221,12 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot), full_page=full_page)
+            if parts:
+                stem = screenshot.with_suffix("")
+                for kind, selector in (("fig", "article figure"), ("box", "article div.proof")):
+                    items = page.locator(selector)
+                    for k in range(items.count()):
+                        items.nth(k).screenshot(path=f"{stem}-{kind}{k + 1}.png")
     finally:
         context.close()
     return report

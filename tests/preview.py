@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="+", help="chapter sources, e.g. book/dana/lookup.md")
     parser.add_argument("--out", default=str(ROOT / "_build" / "preview"), help="output folder")
     parser.add_argument("--full-page", action="store_true", help="screenshots of whole pages")
+    parser.add_argument("--parts", action="store_true",
+                        help="also a screenshot of every figure and theorem-like box (-fig<k>, -box<k>)")
     parser.add_argument("--no-build", action="store_true", help="only check an earlier preview build")
     args = parser.parse_args(argv)
     chapters = [str(Path(c).with_suffix("")) for c in args.chapters]
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         for doc in chapters:
             for width in (pagecheck.DESKTOP, pagecheck.PHONE):
                 shot = out / "shots" / f"{doc.replace('/', '__')}-{width}.png"
-                report = pagecheck.check_page(browser, base, doc, width, screenshot=shot, full_page=args.full_page)
+                report = pagecheck.check_page(browser, base, doc, width, screenshot=shot,
+                                              full_page=args.full_page, parts=args.parts)
                 status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"
                 print(f"{doc} at {width} px: {status}   screenshot: {shot}")
                 for problem in report.problems:
