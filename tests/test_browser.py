@@ -123,3 +123,19 @@ def test_solution_dropdown_opens(browser, server, shots, site):
         solution.screenshot(path=str(shots / "solution-open.png"))
     finally:
         context.close()
+
+
+def test_search_snippets_show_no_tex_source(browser, server):
+    """Search results quote page text; math in them is written as plain text, not TeX source."""
+    context = browser.new_context(viewport={"width": pagecheck.DESKTOP, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/search.html?q=heads", wait_until="load")
+        page.wait_for_function("document.querySelector('#search-results p.search-summary, "
+                               "#search-results .context') !== null", timeout=20_000)
+        page.wait_for_timeout(1000)  # every summary is fetched on its own
+        text = page.locator("#search-results").inner_text()
+        assert "heads" in text.lower()
+        assert "\\(" not in text and "\\)" not in text, f"TeX source in search snippets: {text[:400]}"
+    finally:
+        context.close()

@@ -52,7 +52,46 @@
     });
   }
 
+  // Search results quote each page's text, in which math is TeX source ("\\(H(\\min(n,d_h)-1)+1\\)").
+  // Write it as plain text instead ("H(min(n,d_h)−1)+1"), so that snippets read without MathJax.
+  var TEX_WORDS = {le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", times: "×", cdot: "·",
+    infty: "∞", in: "∈", notin: "∉", to: "→", mapsto: "↦", sum: "Σ", prod: "Π", approx: "≈", sim: "~",
+    alpha: "α", beta: "β", gamma: "γ", delta: "δ", Delta: "Δ", varepsilon: "ε", epsilon: "ε", eta: "η",
+    theta: "θ", Theta: "Θ", lambda: "λ", mu: "μ", pi: "π", rho: "ρ", sigma: "σ", Sigma: "Σ", phi: "φ",
+    varphi: "φ", omega: "ω", Omega: "Ω", ell: "ℓ", dots: "…", ldots: "…", cdots: "⋯", top: "ᵀ",
+    lVert: "‖", rVert: "‖", Vert: "‖", mid: "|", langle: "⟨", rangle: "⟩", subset: "⊂", cap: "∩", cup: "∪"};
+  function texToText(tex) {
+    return tex
+      .replace(/\\(?:mathbb|mathcal|mathbf|mathrm|operatorname|text|textrm|boldsymbol)\{([^{}]*)\}/g, "$1")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])/g, "")
+      .replace(/\\[,;:! ]|\\q?quad(?![A-Za-z])/g, " ")
+      .replace(/\\([A-Za-z]+)/g, function (m, word) { return TEX_WORDS[word] || word; })
+      .replace(/[{}]/g, "")
+      .replace(/-/g, "−");
+  }
+  function plainMath(root) {
+    root.querySelectorAll("span.math, div.math").forEach(function (el) {
+      var tex = el.textContent.replace(/^\s*(\\\(|\\\[|\$\$?)/, "").replace(/(\\\)|\\\]|\$\$?)\s*$/, "");
+      el.textContent = texToText(tex);
+    });
+  }
+  function patchSearch() {
+    // searchtools.js declares `const Search`, which is global but not a property of window
+    if (typeof Search === "undefined" || !Search.htmlToText || Search.memcapPatched) { return; }
+    var original = Search.htmlToText;
+    Search.htmlToText = function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      plainMath(doc);
+      return original.call(Search, doc.documentElement.outerHTML, anchor);
+    };
+    Search.memcapPatched = true;
+  }
+  patchSearch();
+  document.addEventListener("DOMContentLoaded", patchSearch);
+
   window.addEventListener("load", function () {
+    patchSearch();
     zoomable();
     afterMath(fitEquations);
     var timer = null;
