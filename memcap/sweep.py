@@ -10,7 +10,7 @@ change to the experiments.
 
 Results go to a :class:`ResultCache`, keyed by what determines them: the job with every field that has
 its default value left out (:func:`canonical_job`; adding a field with a default to a spec keeps every
-key), and the training engine's version :data:`memcap.ENGINE_VERSION`. Each result is stored as
+key), and the training engine's version ``memcap.ENGINE_VERSION``. Each result is stored as
 ``<experiment>/<key>/engine-<E>.json`` (NumPy arrays, if any, in an NPZ next to it; never pickle),
 written atomically (temporary file + ``os.replace``), with a *manifest* saying where it came from:
 memcap and engine versions, git commit, torch version, device, dtype, date and wall time. A result made
@@ -82,7 +82,7 @@ def check_profile(profile: str | None) -> str:
 
 
 def memcap_version() -> str:
-    """memcap's release (:data:`memcap.__version__`), recorded in every manifest."""
+    """memcap's release (``memcap.__version__``), recorded in every manifest."""
     return __version__
 
 
@@ -134,7 +134,7 @@ def canonical_job(job: dict) -> dict:
     Dropped: the job-level fields of :data:`JOB_DEFAULTS`, and the fields of every spec (``MHASpec``,
     ``AoTSpec``) and of the ``TrainConfig`` that equal the dataclass's default. So a new field with a
     default keeps every key; changing a default changes the engine's numbers and needs a new
-    :data:`memcap.ENGINE_VERSION` (entries made before also record their whole job, and a lookup refuses
+    ``memcap.ENGINE_VERSION`` (entries made before also record their whole job, and a lookup refuses
     one whose fields disagree with today's defaults).
     """
     if not isinstance(job, dict):
@@ -493,7 +493,10 @@ class _DaskExecutor:
             self.cluster.close()
 
     def abandon(self) -> None:
-        """Cancel every queued and running task on the cluster now."""
+        """Cancel every queued and running task on the cluster now (quietly: the user asked for it)."""
+        import logging
+
+        logging.getLogger("distributed").setLevel(logging.ERROR)
         futures = list(getattr(self._executor, "_futures", ()))
         if futures:
             self.client.cancel(futures, force=True)

@@ -116,7 +116,8 @@ def test_phrase_extraction_on_the_sample_chapter():
     assert _blocks("exercise", CHAPTER) == ["Prove it.\n"]
     sample = ("Any family of points in an affine set spans, at most, $k$ dims.\n"
               "```{code-cell} ipython3\nprint('a long enough line of code')\n```\n")
-    assert _phrases(sample) == ["Any family of points in an affine set spans, at most", "print('a long enough line of code')"]
+    assert _phrases(sample) == ["Any family of points in an affine set spans, at most",
+                                "print('a long enough line of code')"]
 
 
 @pytest.fixture(scope="session")

@@ -227,3 +227,17 @@ def test_load_or_run_always_recomputes_the_quick_profile(monkeypatch, tmp_path):
     experiments.load_or_run("mahdavi_fig2a", cache_dir=tmp_path)
     experiments.load_or_run("mahdavi_fig2a", profile="paper", cache_dir=tmp_path)
     assert calls == [("quick", False), ("paper", True)]
+
+
+def test_every_experiment_is_a_training_figure_of_the_papers():
+    """Experiments and the project's list of the papers' figures (tests/data/figures.tsv) agree both ways."""
+    import csv
+
+    from tests.conftest import ROOT
+
+    with open(ROOT / "tests" / "data" / "figures.tsv", encoding="utf-8") as fh:
+        figures = {row["label"]: row for row in csv.DictReader(fh, delimiter="\t")}
+    labels = [experiments.get(name).LABEL for name in experiments.EXPERIMENTS]
+    assert len(set(labels)) == len(labels) and set(labels) <= set(figures)
+    untrained = {"mha-fig-1", "mha-tab-1", "mha-tab-3"}          # measured on data, not by training
+    assert set(figures) - set(labels) == untrained

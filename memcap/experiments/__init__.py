@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-from memcap.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profile, default_cache_dir, run_sweep_report
+from memcap.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profile, run_sweep_report
 
 EXPERIMENTS: tuple[str, ...] = (
     "mahdavi_fig2a", "mahdavi_fig2b", "mahdavi_fig2c", "mahdavi_fig3", "mahdavi_fig4", "mahdavi_fig5",
@@ -275,4 +275,4 @@ def cache_status(cache_dir: Any = None, names: tuple[str, ...] = EXPERIMENTS
 
 
 __all__ = ["EXPERIMENTS", "PROFILES", "ExperimentResults", "ProfileStatus", "StaleResultsError", "cache_status",
-           "cached", "default_cache_dir", "get", "jobs", "load_or_run", "run"]
+           "cached", "get", "jobs", "load_or_run", "run"]
