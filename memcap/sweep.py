@@ -544,7 +544,11 @@ def make_executor(kind: str = "inprocess", *, workers: int | None = None, addres
                           "(or pip install 'memcap[distributed]')") from None
     if address is not None:
         return _DaskExecutor(Client(address))
-    cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None)
+    import logging
+
+    # a random port for the scheduler's HTTP server (8787 may be taken), and the workers' logs only for errors
+    cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
     return _DaskExecutor(Client(cluster), cluster)
 
 
@@ -560,14 +564,27 @@ def abandon(executor: Any) -> None:
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
-        for process in processes:
-            process.join(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(_ended(p) for p in processes):
+            time.sleep(0.02)
     elif isinstance(executor, cf.ThreadPoolExecutor):
         executor.shutdown(wait=False, cancel_futures=True)
     elif callable(getattr(executor, "abandon", None)):
         executor.abandon()
     elif callable(getattr(executor, "shutdown", None)):
         executor.shutdown(wait=False)
+
+
+def _ended(process: Any) -> bool:
+    """Whether a pool's worker process has exited (the pool's own thread may have reaped it first)."""
+    process.join(timeout=0)
+    if process.exitcode is not None:
+        return True
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def _parallelism(executor: Any) -> int:

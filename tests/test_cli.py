@@ -147,8 +147,9 @@ def test_student_edition_outside_the_book_names_the_problem(tmp_path, monkeypatc
 @pytest.mark.parametrize("executor", ["inprocess", "threads", pytest.param("processes", marks=pytest.mark.slow),
                                       pytest.param("dask", marks=pytest.mark.slow)])
 def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, executor):
-    """SIGINT after two jobs are stored: exit 130 within seconds (not after the long jobs), a one-line
-    summary, the two finished entries valid, nothing partial left, and a rerun only runs the rest."""
+    """SIGINT after two jobs are stored: exit 130 within seconds (not after the endless jobs), a one-line
+    summary, the two finished entries current and valid (a rerun skips them), nothing partial left, no
+    worker process left running."""
     quick = _tiny_jobs(2, steps=20)
     endless = [train_job([AoTSpec(heads=1, head_dim=2, dim=2, vocab=3, seed=9 + s)],
                          TrainConfig(steps=10 ** 8, batch_size=4, device="cpu", early_stop=False)) for s in range(2)]
@@ -156,18 +157,28 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
     extra = [] if executor == "inprocess" else ["--executor", executor, "--workers", "2"]
     proc = _patched_cli(jobs, "sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path), *extra)
     cache = ResultCache(tmp_path)
-    deadline = time.monotonic() + 240
-    while not all(cache.path("dana_fig4", j).exists() for j in quick):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the two short jobs did not finish in time"
-        time.sleep(0.1)
-    time.sleep(1.0)                      # the endless jobs are running now
-    children = _children(proc.pid)
-    assert children or executor not in ("processes", "dask"), "found no worker processes to check"
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - sent
+    try:
+        deadline = time.monotonic() + 240
+        while not all(cache.path("dana_fig4", j).exists() for j in quick):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the two short jobs did not finish in time"
+            time.sleep(0.1)
+        time.sleep(1.0)                      # the endless jobs are running now
+        children = _children(proc.pid)
+        assert children or executor not in ("processes", "dask"), "found no worker processes to check"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:              # never leave a sweep running behind a failed test
+            for pid in _children(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert took < 20, f"exit took {took:.0f} s after Ctrl-C: running jobs were waited for"
     assert err.strip().splitlines() == [
@@ -181,13 +192,15 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
 
 
 def _children(pid: int) -> list[int]:
-    """Every descendant process of ``pid`` (Linux /proc)."""
+    """Every descendant process of ``pid``, started by any of its threads (Linux /proc)."""
+    from pathlib import Path
+
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
-        for path in (f"/proc/{parent}/task/{parent}/children",):
+        for path in Path(f"/proc/{parent}/task").glob("*/children"):
             try:
-                kids = [int(k) for k in open(path).read().split()]
+                kids = [int(k) for k in path.read_text().split()]
             except OSError:
                 kids = []
             found += kids
