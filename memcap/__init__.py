@@ -18,7 +18,8 @@ Modules, one idea each:
 """
 import logging as _logging
 
-__version__ = "0.1.0"
+from memcap._version import ENGINE_VERSION as ENGINE_VERSION  # re-exported: the single source is _version.py
+from memcap._version import __version__ as __version__
 
 # Matplotlib announces on stderr, once per machine, that it is building its font cache. The strict
 # book build treats any stderr output as an error, so a first build on a fresh machine would fail on

@@ -1,60 +1,144 @@
-"""Command line: ``python -m memcap sweep|list|bench``.
+"""Command line: ``python -m memcap sweep|cache|list|bench|student-edition``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR]``: run (or resume) an experiment's jobs into the results cache,
-  with a progress bar and ETA on stderr.
+  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress]``: run (or resume) an experiment's jobs
+  into the results cache, with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
+  once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
+* ``cache [--cache DIR] [--prune]``: what the results cache holds per experiment and profile (complete,
+  stale, corrupt, missing; from which commit, device and date); ``--prune`` deletes stale, corrupt and
+  partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
 * ``bench [--models K] [--steps S] [--workload mha|aot|both] [--device DEV] [--json]``: stacked engine
   vs one-model-at-a-time loop.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 
-``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1).
+``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
+prints one line and exits with status 2; any other error keeps its traceback (status 1).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-import time
 
 
-class ProgressBar:
-    """A one-line progress bar with elapsed time and ETA, written to stderr (no dependency)."""
+class UsageError(Exception):
+    """A wrong argument found after parsing (e.g. in an environment variable): one line, exit status 2."""
 
-    def __init__(self, label: str, width: int = 30, stream=None) -> None:
-        self.label, self.width = label, width
-        self.stream = stream if stream is not None else sys.stderr
-        self.start = time.perf_counter()
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with argument errors reported in one line (no usage block), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+class Progress:
+    """A tqdm progress bar for ``run_sweep``'s ``progress(done, total, cached)`` callback.
+
+    ``enabled=None`` shows it only when stderr is a terminal (so logs, pipes and the book stay clean).
+    """
+
+    def __init__(self, label: str, enabled: bool | None = None) -> None:
+        self.label, self.enabled, self.bar = label, enabled, None
 
     def __call__(self, done: int, total: int, cached: int) -> None:
-        elapsed = time.perf_counter() - self.start
-        ran = done - cached
-        left = total - done
-        eta = f"{elapsed / ran * left:.0f}s" if ran > 0 and left > 0 else ("0s" if left == 0 else "?")
-        filled = self.width * done // max(total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{total} jobs ({cached} cached) "
-                          f"elapsed {elapsed:.0f}s ETA {eta}")
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=cached, desc=self.label, unit="job", file=sys.stderr,
+                            disable=None if self.enabled is None else not self.enabled, dynamic_ncols=True)
+            self.bar.set_postfix_str(f"{cached} cached", refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _profile(args: argparse.Namespace) -> str:
+    from memcap.sweep import current_profile
+
+    if args.profile is not None:
+        return args.profile
+    try:
+        return current_profile()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from memcap import experiments
-    from memcap.sweep import check_profile, make_executor
+    import signal
 
-    args.profile = check_profile(args.profile)
-    executor = make_executor(args.executor, workers=args.workers, address=args.address)
+    from memcap import experiments
+    from memcap.sweep import ResultCache, SweepInterrupted, abandon, make_executor, run_sweep_report
+
+    profile = _profile(args)
+    job_list = experiments.jobs(args.experiment, profile)
+    cache = ResultCache(args.cache)
     try:
-        res = experiments.run(args.experiment, args.profile, args.cache, executor=executor,
-                              progress=ProgressBar(f"{args.experiment} ({args.profile})"))
-    finally:
-        executor.shutdown(wait=True)
-    where = "all from cache" if res.source == "cache" else "computed"
-    models = len(res.records) + len(res.capacities)
-    print(f"{args.experiment}: {len(res.jobs)} jobs, {models} models/searches, {where}; "
-          f"cache: {args.cache or 'default'}")
+        executor = make_executor(args.executor, workers=args.workers, address=args.address)
+    except ImportError as err:
+        raise UsageError(str(err)) from None
+    progress = Progress(f"{args.experiment} ({profile})", args.progress)
+    try:
+        report = run_sweep_report(args.experiment, job_list, executor=executor, cache=cache, progress=progress)
+    except KeyboardInterrupt as stop:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not break the clean-up
+        progress.close()
+        abandon(executor)
+        summary = stop.summary() if isinstance(stop, SweepInterrupted) else \
+            f"interrupted: {args.experiment}: before any job finished; run the same command again to continue"
+        print(summary, file=sys.stderr, flush=True)
+        return 130
+    except BaseException:
+        progress.close()
+        abandon(executor)
+        raise
+    progress.close()
+    executor.shutdown(wait=True)
+    replaced = [f"{n} replacing {what} entries"
+                for n, what in ((report.refreshed, "stale"), (report.corrupt, "corrupt")) if n]
+    print(f"{args.experiment} ({profile}): {len(job_list)} jobs, {report.cached} from the cache, "
+          f"{report.computed} computed{' (' + ', '.join(replaced) + ')' if replaced else ''}; cache: {cache.root}")
+    return 0
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from memcap.experiments import EXPERIMENTS, cache_status
+    from memcap.sweep import ResultCache
+
+    unknown = [name for name in args.experiment if name not in EXPERIMENTS]
+    if unknown:
+        raise UsageError(f"experiment must be one of {EXPERIMENTS}, got {unknown[0]!r}")
+    cache = ResultCache(args.cache)
+    if args.prune:
+        removed = cache.prune()
+        print(f"pruned {len(removed)} files (stale, legacy, corrupt or partial entries) from {cache.root}")
+    rows, disk = cache_status(args.cache, tuple(args.experiment) if args.experiment else EXPERIMENTS)
+    print(f"results cache {cache.root}")
+    print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'corrupt':>8s} "
+          f"{'missing':>8s}  provenance of the current entries")
+    for r in rows:
+        print(f"{r.name:15s} {r.profile:7s} {r.jobs:5d} {r.current:8d} {r.stale:6d} {r.corrupt:8d} {r.missing:8d}  "
+              f"{r.provenance or '-'}")
+    for name, counts in disk.items():
+        print(f"{name}: files on disk: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    if any(set(counts) & {"stale", "legacy", "corrupt", "partial"} for counts in disk.values()):
+        print("stale, legacy, corrupt and partial files are never used; delete them with "
+              f"`python -m memcap cache --prune{' --cache ' + args.cache if args.cache else ''}`")
     return 0
 
 
@@ -70,7 +154,12 @@ def _list(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from memcap.bench import WORKLOADS, format_bench, run_bench
+    from memcap.device import pick_device
 
+    try:
+        pick_device(args.device)
+    except ValueError as err:
+        raise UsageError(f"--device: {err}") from None
     workloads = WORKLOADS if args.workload == "both" else (args.workload,)
     result = run_bench(workloads, models=args.models, steps=args.steps, device=args.device)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
@@ -82,33 +171,46 @@ def _student_edition(args: argparse.Namespace) -> int:
 
     from memcap.edition import build_student_edition
 
+    if not (Path.cwd() / "_toc.yml").is_file():
+        raise UsageError(f"root must be the book's folder (with _toc.yml), got {Path.cwd()}: run this command "
+                         "from the book's root")
     html = build_student_edition(Path.cwd(), args.output)
     print(f"student edition: {html / 'index.html'}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m memcap``."""
+    """The argument parser of ``python -m memcap`` (reads no environment variable, so ``--help`` always works)."""
     from memcap.experiments import EXPERIMENTS
-    from memcap.sweep import EXECUTORS, PROFILES, current_profile
+    from memcap.sweep import EXECUTORS, PROFILES
 
-    parser = argparse.ArgumentParser(prog="python -m memcap", description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser = _Parser(prog="python -m memcap", description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=_positive_int, default=None, help="torch intra-op threads")
     sub = parser.add_subparsers(dest="command", required=True)
     sweep = sub.add_parser("sweep", help="run or resume an experiment's sweep into the results cache")
     sweep.add_argument("experiment", choices=EXPERIMENTS)
     sweep.add_argument("--profile", choices=PROFILES, default=None,
-                       help=f"grid to run (default: MEMCAP_PROFILE, now {current_profile()!r})")
+                       help="grid to run (default: the MEMCAP_PROFILE environment variable, else quick)")
     sweep.add_argument("--executor", choices=EXECUTORS, default="inprocess")
-    sweep.add_argument("--workers", type=int, default=None, help="pool size for threads/processes/dask")
-    sweep.add_argument("--address", default=None, help="Dask scheduler address (default: a local cluster)")
+    sweep.add_argument("--workers", type=_positive_int, default=None,
+                       help="pool size of the threads and processes executors, or of a local Dask cluster")
+    sweep.add_argument("--address", default=None, help="Dask scheduler address (--executor dask; default: a "
+                                                       "local cluster)")
     sweep.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
+    sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="show a progress bar on stderr (default: only when stderr is a terminal)")
     sweep.set_defaults(run=_sweep)
+    cache = sub.add_parser("cache", help="what the results cache holds; --prune deletes unusable entries")
+    cache.add_argument("experiment", nargs="*", default=[], help="experiments to report (default: all)")
+    cache.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
+    cache.add_argument("--prune", action="store_true",
+                       help="delete stale, legacy, corrupt and partial entries (never a current one)")
+    cache.set_defaults(run=_cache)
     lister = sub.add_parser("list", help="list the experiments")
     lister.set_defaults(run=_list)
     bench = sub.add_parser("bench", help="time the stacked engine against a one-model-at-a-time loop")
-    bench.add_argument("--models", type=int, default=16)
-    bench.add_argument("--steps", type=int, default=200)
+    bench.add_argument("--models", type=_positive_int, default=16)
+    bench.add_argument("--steps", type=_positive_int, default=200)
     bench.add_argument("--workload", choices=("mha", "aot", "both"), default="both")
     bench.add_argument("--device", default=None)
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -119,21 +221,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Flags that only some executors use are refused elsewhere (exit 2), not silently ignored."""
+    if args.command != "sweep":
+        return
+    if args.address is not None and args.executor != "dask":
+        parser.error(f"--address is only used by --executor dask, not by --executor {args.executor}")
+    if args.workers is not None and args.executor == "inprocess":
+        parser.error("--workers is only used by --executor threads, processes or dask, not by --executor inprocess")
+    if args.workers is not None and args.address is not None:
+        parser.error("--workers sets the size of a local Dask cluster; with --address the cluster's own workers "
+                     "are used")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status. Invalid arguments print a message naming them and exit 2."""
+    """Entry point; returns the exit status: 0, 2 for a wrong argument (one line naming it), 130 when a sweep
+    was interrupted. Other errors propagate with their traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_combinations(parser, args)
     if args.threads is not None:
-        if args.threads < 1:
-            parser.error(f"--threads must be a positive integer, got {args.threads}")
         import torch
         torch.set_num_threads(args.threads)
     try:
         return args.run(args)
-    except (ValueError, TypeError, ImportError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except UsageError as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
 
 
+def cli(argv: list[str] | None = None) -> None:
+    """Run :func:`main` and exit; after an interruption, exit at once (a thread pool's running jobs cannot
+    be stopped, and Python would otherwise wait for them at exit only to drop their results)."""
+    code = main(argv)
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT, toc_files
 
-SHARED = ROOT.parent / "shared"
+DATA = ROOT / "tests" / "data"   # copies of the project's shared inventory.tsv and figures.tsv
 LABEL_RE = re.compile(r"^:label:\s*(\S+)\s*$", re.MULTILINE)
 
 
@@ -35,7 +35,7 @@ def test_no_outputs_or_images_are_committed():
 
 def test_labels_are_namespaced_and_unique():
     """Theorem-like labels come from inventory.tsv; exercises are namespaced ex-<chapter>-<k>."""
-    inventory = {row["label"] for row in csv.DictReader(open(SHARED / "inventory.tsv"), delimiter="\t")}
+    inventory = {row["label"] for row in csv.DictReader(open(DATA / "inventory.tsv"), delimiter="\t")}
     seen: dict[str, str] = {}
     for name, path in _chapter_sources().items():
         for label in LABEL_RE.findall(path.read_text(encoding="utf-8")):

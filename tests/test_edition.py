@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from memcap.edition import strip_solutions
@@ -74,3 +76,89 @@ def test_exercise_index_reads_labels_and_kinds_in_toc_order(tmp_path):
     ]
     with pytest.raises(ValueError, match="with _toc.yml"):
         exercise_index(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the student edition, built (slow: a second strict build of the whole book)
+# ---------------------------------------------------------------------------------------------------
+
+_GATED = r"^```\{{{kind}-start\}}[^\n]*\n(?::[^\n]*\n)*```\n(.*?)^```\{{{kind}-end\}}"
+_WORDS = re.compile(r"(?<![\w$\\{}`*])(?:[A-Za-z]+,? ){5,}[A-Za-z]+(?![\w$\\{}`*])")
+
+
+def _blocks(kind: str, text: str) -> list[str]:
+    return re.findall(_GATED.format(kind=kind), text, re.MULTILINE | re.DOTALL)
+
+
+def _phrases(block: str) -> list[str]:
+    """Snippets of ``block`` that render verbatim: runs of 6+ plain words of a prose line, and code lines."""
+    out, in_code = [], False
+    for line in block.splitlines():
+        if line.startswith("```"):
+            in_code = line.startswith("```{code-cell}")
+            continue
+        if in_code:
+            if len(line.strip()) >= 25 and not line.lstrip().startswith(("#", ":")):
+                out.append(" ".join(line.split()))
+        elif not line.startswith(":"):
+            out += _WORDS.findall(line)
+    return out
+
+
+def _page_text(html: str) -> str:
+    """What a reader sees (tags removed, entities decoded, whitespace collapsed)."""
+    import html as html_lib
+
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_phrase_extraction_on_the_sample_chapter():
+    assert _blocks("exercise", CHAPTER) == ["Prove it.\n"]
+    sample = ("Any family of points in an affine set spans, at most, $k$ dims.\n"
+              "```{code-cell} ipython3\nprint('a long enough line of code')\n```\n")
+    assert _phrases(sample) == ["Any family of points in an affine set spans, at most",
+                                "print('a long enough line of code')"]
+
+
+@pytest.fixture(scope="session")
+def student_site(tmp_path_factory):
+    """The student edition, built once per session with the same strict flags as the book."""
+    import time
+
+    from memcap.edition import build_student_edition
+    from tests.conftest import ROOT
+
+    start = time.perf_counter()
+    html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"))
+    print(f"\nstrict build of the student edition: {time.perf_counter() - start:.0f} s")
+    return html
+
+
+@pytest.mark.slow
+def test_student_edition_keeps_every_exercise_and_no_solution(student_site):
+    from memcap.edition import exercise_index
+    from tests.conftest import ROOT, toc_files
+
+    labels = {}
+    for row in exercise_index(ROOT):
+        labels.setdefault(row["doc"], []).append(row["label"])
+    assert sum(map(len, labels.values())) >= 50
+    kept = hidden = 0
+    for doc in toc_files():
+        page = student_site / f"{doc}.html"
+        assert page.is_file(), f"the student edition has no page for {doc}"
+        html = page.read_text(encoding="utf-8")
+        text = _page_text(html)
+        assert 'class="solution' not in html and "Solution to" not in text, f"{doc}: a solution is shown"
+        for label in labels.get(doc, []):
+            assert f'id="{label}"' in html, f"{doc}: exercise {label} is missing"
+        source = (ROOT / f"{doc}.md").read_text(encoding="utf-8")
+        for block in _blocks("exercise", source):
+            for phrase in _phrases(block):
+                assert phrase in text, f"{doc}: exercise text {phrase!r} is missing"
+                kept += 1
+        for block in _blocks("solution", source):
+            for phrase in _phrases(block):
+                assert phrase not in text, f"{doc}: solution text {phrase!r} is in the student edition"
+                hidden += 1
+    assert kept >= 50 and hidden >= 50, (kept, hidden)   # the checks above compared real text

@@ -1,11 +1,19 @@
 """Summaries of Mahdavi et al.'s training experiments (memcap.experiments.mahdavi_fig*)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memcap import bounds
-from memcap.experiments import (mahdavi_common, mahdavi_fig2a, mahdavi_fig2b, mahdavi_fig2c, mahdavi_fig3,
-                                mahdavi_fig4, mahdavi_fig5)
+from memcap.experiments import (
+    mahdavi_common,
+    mahdavi_fig2a,
+    mahdavi_fig2b,
+    mahdavi_fig2c,
+    mahdavi_fig3,
+    mahdavi_fig4,
+    mahdavi_fig5,
+)
 from memcap.train import MHASpec
 
 

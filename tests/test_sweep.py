@@ -7,10 +7,19 @@ import numpy as np
 import pytest
 
 from memcap import experiments
-from memcap.sweep import (InProcessExecutor, ResultCache, current_profile, job_key, make_executor, run_job,
-                          run_sweep, train_job)
+from memcap.sweep import (
+    InProcessExecutor,
+    ResultCache,
+    SweepInterrupted,
+    abandon,
+    current_profile,
+    job_key,
+    make_executor,
+    run_job,
+    run_sweep,
+    train_job,
+)
 from memcap.train import AoTSpec, TrainConfig
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -64,9 +73,12 @@ def test_interrupted_sweep_resumes_and_loses_no_finished_job(tmp_path):
         return run_job(job)
 
     cache = ResultCache(tmp_path)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(SweepInterrupted) as stop:
         run_sweep("exp", jobs, cache=cache, fn=flaky)
     assert ran == [0, 1, 2]
+    assert (stop.value.total, stop.value.cached, stop.value.computed, stop.value.dropped) == (5, 0, 3, 2)
+    assert stop.value.summary() == ("interrupted: exp: 3 of 5 jobs are in the cache (3 finished in this run), "
+                                    "2 queued or running jobs cancelled; run the same command again to continue")
     rerun = []
 
     def counting(job):
@@ -129,7 +141,8 @@ def test_load_or_run_prefers_cached_paper_results(tmp_path, monkeypatch):
     for job in experiments.jobs(name, "paper"):     # pretend a GPU sweep filled the cache
         cache.put(name, job, {"records": [{"accuracy": 1.0}]})
     res = experiments.load_or_run(name, cache_dir=tmp_path)
-    assert (res.profile, res.source, res.caption) == ("paper", "cache", "(paper profile, cached results)")
+    assert (res.profile, res.source) == ("paper", "cache")
+    assert res.caption.startswith("(paper profile, cached results: commit ")   # provenance: see test_cache.py
 
 
 def test_load_or_run_computes_quick_when_paper_is_missing(tmp_path, monkeypatch):
@@ -142,6 +155,58 @@ def test_load_or_run_computes_quick_when_paper_is_missing(tmp_path, monkeypatch)
     assert (res.profile, res.source, res.caption) == ("quick", "computed", "(quick profile)")
     assert experiments.load_or_run(name, cache_dir=tmp_path).source == "computed"   # never read back
     assert not any(tmp_path.rglob("*.json")), "quick results must not be written to the cache"
+
+
+def test_failed_job_does_not_lose_the_jobs_in_flight(tmp_path):
+    """With a pool, the jobs running beside a failing one are stored before the error is raised."""
+    jobs = _tiny_jobs(2)
+
+    def fail_first(job):
+        if job["seed"] == 0:
+            raise ArithmeticError("job 0 broke")
+        return run_job(job)
+
+    pool = make_executor("threads", workers=2)
+    try:
+        with pytest.raises(ArithmeticError, match="job 0 broke"):
+            run_sweep("exp", jobs, executor=pool, cache=ResultCache(tmp_path), fn=fail_first)
+    finally:
+        pool.shutdown()
+    assert ResultCache(tmp_path).get("exp", jobs[1])["records"][0]["seed"] == 1
+    assert ResultCache(tmp_path).get("exp", jobs[0]) is None
+
+
+def test_abandon_stops_a_process_pool_at_once():
+    import time
+
+    pool = make_executor("processes", workers=1)
+    future = pool.submit(time.sleep, 60)
+    while not future.running():
+        time.sleep(0.05)
+    pids = [p.pid for p in pool._processes.values()]
+    start = time.perf_counter()
+    abandon(pool)
+    assert time.perf_counter() - start < 15
+    assert pids and not [pid for pid in pids if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (Linux: a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(") ", 1)[-1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_executor_flags_are_refused_where_unused():
+    with pytest.raises(ValueError, match="workers is only used by the threads, processes and local dask executors, "
+                                         "not by executor 'inprocess'"):
+        make_executor("inprocess", workers=2)
+    with pytest.raises(ValueError, match="address is only used by the dask executor, not by executor 'threads'"):
+        make_executor("threads", address="tcp://localhost:8786")
+    with pytest.raises(ValueError, match="not by executor 'dask' with an address"):
+        make_executor("dask", workers=2, address="tcp://localhost:8786")
 
 
 def test_error_messages():
@@ -165,8 +230,23 @@ def test_load_or_run_always_recomputes_the_quick_profile(monkeypatch, tmp_path):
     from memcap import experiments
 
     calls = []
-    monkeypatch.setattr(experiments, "run", lambda name, profile, cache_dir, **kw: calls.append((profile, kw["use_cache"])))
+    monkeypatch.setattr(experiments, "run",
+                        lambda name, profile, cache_dir, **kw: calls.append((profile, kw["use_cache"])))
     monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
     experiments.load_or_run("mahdavi_fig2a", cache_dir=tmp_path)
     experiments.load_or_run("mahdavi_fig2a", profile="paper", cache_dir=tmp_path)
     assert calls == [("quick", False), ("paper", True)]
+
+
+def test_every_experiment_is_a_training_figure_of_the_papers():
+    """Experiments and the project's list of the papers' figures (tests/data/figures.tsv) agree both ways."""
+    import csv
+
+    from tests.conftest import ROOT
+
+    with open(ROOT / "tests" / "data" / "figures.tsv", encoding="utf-8") as fh:
+        figures = {row["label"]: row for row in csv.DictReader(fh, delimiter="\t")}
+    labels = [experiments.get(name).LABEL for name in experiments.EXPERIMENTS]
+    assert len(set(labels)) == len(labels) and set(labels) <= set(figures)
+    untrained = {"mha-fig-1", "mha-tab-1", "mha-tab-3"}          # measured on data, not by training
+    assert set(figures) - set(labels) == untrained

@@ -12,11 +12,21 @@ import pytest
 import torch
 
 from memcap.models import AoTParams, MHAParams, aot_forward, mha_forward
-from memcap.train import (AoTSpec, MHASpec, TrainConfig, _init_one, _Stack, aot_forward_stacked, capacity_search,
-                          group_by_shape, lr_factor, mha_forward_stacked, spec_from_dict, train_models,
-                          trained_attention)
-
-
+from memcap.train import (
+    AoTSpec,
+    MHASpec,
+    TrainConfig,
+    _init_one,
+    _Stack,
+    aot_forward_stacked,
+    capacity_search,
+    group_by_shape,
+    lr_factor,
+    mha_forward_stacked,
+    spec_from_dict,
+    train_models,
+    trained_attention,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

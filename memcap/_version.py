@@ -1,0 +1,16 @@
+"""memcap's two version numbers, defined once.
+
+``__version__`` is the release of the library (read by ``pyproject.toml`` and recorded with every cached
+result). ``ENGINE_VERSION`` says which numerics the training engine produces: every cached result records
+it, and a cached result made by another engine version is never used (see :mod:`memcap.sweep`).
+
+Bump ``ENGINE_VERSION`` whenever a change can alter what a training or capacity job returns: the
+trainer, the models' initialisation or forward pass, the data, a default of ``MHASpec``, ``AoTSpec`` or
+``TrainConfig``. ``tests/test_engine_version.py`` holds the numbers of a small reference run made with
+this version and fails, asking for the bump, when the engine's numbers change.
+"""
+
+__version__ = "0.2.0"
+
+ENGINE_VERSION = 1
+"""Numerics of the training engine; part of every cache entry's manifest."""
