@@ -36,7 +36,8 @@ def expect_refusal(call: Callable[[], Any], match: str, *,
                        match="Assumption 1")
     """
     if not callable(call):
-        raise TypeError(f"call must be a callable taking no arguments (e.g. a lambda), got {type(call).__name__}")
+        raise TypeError("call must be a callable taking no arguments (e.g. a lambda), "
+                        f"got {type(call).__name__}")
     if not isinstance(match, str) or not match:
         raise TypeError(f"match must be a non-empty regular expression string, got {match!r}")
     errors = error if isinstance(error, tuple) else (error,)

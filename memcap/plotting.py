@@ -81,7 +81,7 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float | None = None, height
     (``nrows x ncols``). At most two panels per row: lay out four panels as ``ncols=2, nrows=2``, six as
     ``ncols=2, nrows=3``. ``height`` defaults to :data:`HEIGHT` per row (a little less for several rows).
     """
-    for name, value in (("ncols", ncols), ("nrows", nrows)):
+    for value in (ncols, nrows):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"ncols and nrows must be >= 1, got ncols={ncols}, nrows={nrows}")
     if ncols > MAX_COLUMNS:
