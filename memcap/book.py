@@ -66,8 +66,9 @@ def expect_refusal(call: Callable[[], Any], match: str, *,
 def sci(value: float, digits: int = 1) -> str:
     """``value`` as LaTeX for running text: ``0.0078 -> '7.8 \\times 10^{-3}'``, ``0.25 -> '0.25'``.
 
-    Numbers with magnitude in [0.01, 10^4) are written plainly with ``digits + 1`` significant digits
-    (all digits of the integer part are kept: ``1234.5 -> '1234'``); others as a mantissa with ``digits`` decimals times a power of ten. Zero is ``'0'``.
+    Numbers with magnitude in [0.01, 10^4) are written plainly with ``digits + 1`` significant
+    digits (all digits of the integer part are kept: ``1234.5 -> '1234'``); others as a mantissa with
+    ``digits`` decimals times a power of ten. Zero is ``'0'``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"value must be a real number, got {value!r}")

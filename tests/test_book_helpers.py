@@ -44,7 +44,8 @@ def test_expect_refusal_takes_other_error_types_and_checks_its_arguments():
 
 
 @pytest.mark.parametrize("value, text", [(0.0078, "7.8 \\times 10^{-3}"), (0.25, "0.25"), (1234.5, "1234"),
-                                         (0.0123, "0.012"), (2.4e-16, "2.4 \\times 10^{-16}"), (1e-12, "10^{-12}"), (0, "0"),
+                                         (0.0123, "0.012"), (2.4e-16, "2.4 \\times 10^{-16}"),
+                                         (1e-12, "10^{-12}"), (0, "0"),
                                          (-3.1e-5, "-3.1 \\times 10^{-5}"), (5e6, "5.0 \\times 10^{6}")])
 def test_sci(value, text):
     assert book.sci(value) == text
