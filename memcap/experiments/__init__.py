@@ -12,8 +12,10 @@ Usage in a chapter::
 
     from memcap import experiments
     res = experiments.load_or_run("mahdavi_fig2a")
-    rows = res.records                      # one dict per trained model: heads, examples, accuracy, ...
-    caption = f"Accuracy vs H {res.caption}"   # "(quick profile)" or "(paper profile, cached results)"
+    # one dict per trained model: heads, examples, accuracy, ...
+    rows = res.records
+    # "(quick profile)" or "(paper profile, cached results)"
+    caption = f"Accuracy vs H {res.caption}"
 """
 from __future__ import annotations
 
