@@ -1,14 +1,14 @@
 """Proposition 3's lower bound for one dataset, in exact rational arithmetic.
 
-Mahdavi et al.'s Proposition 3 says that a two-layer ReLU network with m hidden units cannot fit
-*almost every* label vector on T > (n+1)m/d_out + m + 1 suitable examples. For one given dataset the
-chapter decides the question by a lower bound on the residual of *every* network: for fixed activation
-patterns D_1, ..., D_m of the hidden units (D_j = {t : w_j.x_t + b_j > 0}), the outputs on the training
-set lie, column by column, in the subspace
+Mahdavi et al.'s Proposition 3 says that on T > (n+1)m/d_out + m + 1 suitable examples, for almost
+every label vector, no two-layer ReLU network with m hidden units fits the labels. For one given dataset
+the chapter decides the question by a lower bound on the residual of *every* network: for fixed
+activation patterns D_1, ..., D_m of the hidden units (D_j = {t : w_j.x_t + b_j > 0}), the outputs on
+the training set lie, column by column, in the subspace::
 
     W(D_1, ..., D_m) = span{1} + sum_j {((u.x_t + v) 1[t in D_j])_t : u in R^k, v in R},
 
-so min over weights of ||f(X) - Y||_F^2 >= min over pattern tuples of dist(Y, W)^2. The patterns an
+so min over weights of ‖f(X) − Y‖² >= min over pattern tuples of dist(Y, W)^2. The patterns an
 affine function can cut out of points in affine general position are enumerated exactly (each is fixed
 by k of the points, see the chapter), and the distances are computed by Gram-Schmidt over the rationals.
 Nothing is rounded: for integer or rational data the bound is an exact rational number, a certificate
@@ -126,7 +126,7 @@ class ExactReLUBound:
     """Result of :func:`exact_relu_residual_bound`.
 
     ``squared``: the exact minimum over pattern tuples of dist(Y, W(D_1, ..., D_m))^2, a lower bound on
-    ||f(X) - Y||_F^2 for every two-layer ReLU network with m units; ``patterns``: how many activation
+    ‖f(X) − Y‖² for every two-layer ReLU network with m units; ``patterns``: how many activation
     patterns one unit has on the points; ``tuples``: how many m-tuples of them were examined.
     """
 
@@ -163,7 +163,7 @@ def _extend(basis: list[tuple[list[Fraction], Fraction]],
 def exact_relu_residual_bound(points: Sequence[Sequence[int | Fraction]],
                               labels: Sequence[int | Fraction] | Sequence[Sequence[int | Fraction]],
                               hidden: int, *, max_tuples: int = DEFAULT_MAX_TUPLES) -> ExactReLUBound:
-    """A lower bound on min over weights of ||f(X) - Y||_F^2 for two-layer ReLU nets, exactly.
+    """A lower bound on min over weights of ‖f(X) − Y‖² for two-layer ReLU nets, exactly.
 
     ``points`` X: T rows of k exact numbers in affine general position (the reduced inputs x^(t) of
     Proposition 3), ``labels`` Y: T exact numbers (d_out = 1) or T rows of d_out of them, ``hidden`` m.
