@@ -6,7 +6,8 @@ the chapter decides the question by a lower bound on the residual of *every* net
 activation patterns D_1, ..., D_m of the hidden units (D_j = {t : w_j.x_t + b_j > 0}), the outputs on
 the training set lie, column by column, in the subspace::
 
-    W(D_1, ..., D_m) = span{1} + sum_j {((u.x_t + v) 1[t in D_j])_t : u in R^k, v in R},
+    W(D_1, ..., D_m) = span{1}
+                       + sum_j {((u.x_t + v) 1[t in D_j])_t : u in R^k, v in R},
 
 so min over weights of ‖f(X) − Y‖² >= min over pattern tuples of dist(Y, W)^2. The patterns an
 affine function can cut out of points in affine general position are enumerated exactly (each is fixed
