@@ -158,7 +158,9 @@ class _UniqueBoxIds(SphinxPostTransform):
         for node in self.document.findall(nodes.Element):
             ids = node.get("ids", [])
             for i, ident in enumerate(ids):
-                if ident not in _SHARED_IDS:
+                # a {prf:proof} box is an admonition with the id "proof" (sphinx-proof), every one
+                proof_box = ident == "proof" and isinstance(node, nodes.admonition)
+                if ident not in _SHARED_IDS and not proof_box:
                     continue
                 parent = node.parent
                 while parent is not None and not parent.get("ids"):

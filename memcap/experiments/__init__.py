@@ -12,12 +12,15 @@ Usage in a chapter::
 
     from memcap import experiments
     res = experiments.load_or_run("mahdavi_fig2a")
-    rows = res.records                      # one dict per trained model: heads, examples, accuracy, ...
-    caption = f"Accuracy vs H {res.caption}"   # "(quick profile)" or "(paper profile, cached results: ...)"
+    # one dict per trained model: heads, examples, accuracy, ...
+    rows = res.records
+    # "(quick profile)" or "(paper profile, cached results: commit ..., device, date)"
+    caption = f"Accuracy vs H {res.caption}"
 
-Cached paper results carry their provenance (:attr:`ExperimentResults.provenance`: git commit, device,
-date of the runs) and the caption names it. Paper results made by another version of the training
-engine are never drawn: :func:`load_or_run` raises :class:`StaleResultsError` saying how to refresh them.
+Cached paper results carry their provenance (:attr:`ExperimentResults.provenance`: git commit,
+device, date of the runs) and the caption names it. Paper results made by another version of the
+training engine are never drawn: :func:`load_or_run` raises :class:`StaleResultsError` saying how to
+refresh them.
 """
 from __future__ import annotations
 
