@@ -248,3 +248,39 @@ def agreement(measured: dict, paper: dict) -> tuple[int, int]:
             "assumption_3": "holds_3"}
     pairs = [(getattr(measured[k], prop[c]), v) for k, cols in paper.items() if k in measured for c, v in cols.items()]
     return sum(a == b for a, b in pairs), len(pairs)
+
+
+COLUMNS = ("general_position", "assumption_1", "assumption_2", "assumption_3", "kruskal")
+"""The measured quantities of the tables, in the order of their rows/columns."""
+TABLE1_ROWS = ("embedding", "random_attention", "random_vit", "trained_vit")
+"""Table 1's models, in the paper's order."""
+TABLE3_COLUMNS = tuple((model, weights, layer) for model in ("gpt", "bert") for weights in ("random", "trained")
+                       for layer in (0, 1))
+"""Table 3's columns, in the paper's order: GPT then BERT, random then trained, layer 0 then 1."""
+
+
+def _paper_text(value: object) -> str:
+    if value is None:
+        return "–"
+    return mark(value) if isinstance(value, bool) else str(value)
+
+
+def comparison_cells(reports: dict, paper: dict, keys: tuple, *, missing: str = "not installed") -> dict:
+    """``{(key, column): "paper / ours"}`` for every key of ``keys`` and column of :data:`COLUMNS`: the
+    paper's verdict (✓, ✗, a number, or – where the paper reports none) beside ours from :func:`cells`;
+    ``missing`` stands for ours where ``reports`` has no such key (a model that is not installed)."""
+    out = {}
+    for key in keys:
+        ours = cells(reports[key]) if key in reports else {}
+        theirs = paper.get(key, {})
+        for column in COLUMNS:
+            out[key, column] = f"{_paper_text(theirs.get(column))} / {ours.get(column, missing)}"
+    return out
+
+
+def paper_table3() -> dict:
+    """:data:`PAPER`'s Table 3 verdicts with the BERT Kruskal ranks of App. J added to the layer-1 columns."""
+    table = copy.deepcopy(PAPER["table3"])
+    for weights, value in PAPER["bert"]["kruskal"].items():
+        table["bert", weights, 1]["kruskal"] = value
+    return table
