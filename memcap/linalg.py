@@ -639,7 +639,7 @@ class AssumptionReport:
     dim: int
     context_ranks: torch.Tensor
     assumption_1: SubsetTest
-    assumption_3: SubsetTest
+    assumption_3: SubsetTest | None
     kruskal: KruskalCurve
     query_rank: int
     threshold: float
@@ -655,9 +655,9 @@ class AssumptionReport:
         return bool((self.context_ranks == self.context_size).all())
 
     @property
-    def holds_3(self) -> bool:
-        """Assumption 3 by the 99 % rule."""
-        return self.assumption_3.passes(self.threshold)
+    def holds_3(self) -> bool | None:
+        """Assumption 3 by the 99 % rule (None when it was not measured)."""
+        return None if self.assumption_3 is None else self.assumption_3.passes(self.threshold)
 
     @property
     def in_general_position(self) -> bool:
@@ -672,12 +672,13 @@ class AssumptionReport:
 
 def assumption_report(contexts: object, queries: object, *, subsets: int, generator: torch.Generator,
                       threshold: float = 0.99, tol: float | None = None,
-                      kruskal_subsets: int | None = None) -> AssumptionReport:
+                      kruskal_subsets: int | None = None, shifted: bool = True) -> AssumptionReport:
     """Measure Assumptions 1-3 and general position on ``contexts: (T, n, d)`` and ``queries: (T, d)``.
 
     ``subsets`` random n-subsets for Assumptions 1 and 3 and the ``threshold`` rule, as in the paper;
     the Kruskal-rank bisection (which decides general position) uses ``kruskal_subsets`` per tested
-    size (default ``subsets``). All draws come from ``generator``.
+    size (default ``subsets``). All draws come from ``generator``. ``shifted=False`` skips Assumption 3
+    (``assumption_3`` is then ``None``).
     """
     e, shared = _contexts(contexts)  # (T, n, d)
     q = _vectors("queries", queries)  # (T, d)
@@ -691,10 +692,10 @@ def assumption_report(contexts: object, queries: object, *, subsets: int, genera
     threshold, tol, generator = _fraction("threshold", threshold), _tol(tol), _check_generator(generator)
     kruskal_subsets = subsets if kruskal_subsets is None else kruskal_subsets
     t_count, n, d = e.shape
-    shifted = q + e.to(q.dtype).mean(dim=1)  # (T, d): e~(t) = e(t) + (1/n) sum_i e_i(t)
     return AssumptionReport(
         examples=t_count, context_size=n, dim=d, context_ranks=context_ranks(e, tol=tol),
         assumption_1=subset_test(q, n, subsets=subsets, generator=generator, tol=tol),
-        assumption_3=subset_test(shifted, n, subsets=subsets, generator=generator, tol=tol),
+        assumption_3=(subset_test(q + e.to(q.dtype).mean(dim=1), n, subsets=subsets, generator=generator, tol=tol)
+                      if shifted else None),  # e~(t) = e(t) + (1/n) sum_i e_i(t)
         kruskal=kruskal_search(q, subsets=kruskal_subsets, generator=generator, threshold=threshold, tol=tol),
         query_rank=rank(q, tol=tol), threshold=threshold)

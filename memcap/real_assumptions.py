@@ -191,14 +191,16 @@ def bert_layers(cfg: dict, *, device: torch.device, seed: int = 0) -> Layers | N
     return out
 
 
-def reports(layers: Layers, tests: dict, *, seed: int = 0) -> dict:
+def reports(layers: Layers, tests: dict, *, seed: int = 0, shifted: bool = True) -> dict:
     """:func:`memcap.linalg.assumption_report` for every key of ``layers`` (one generator per key, seeded
-    from ``seed`` and the key's position). ``tests``: the ``"tests"`` part of a profile."""
+    from ``seed`` and the key's position). ``tests``: the ``"tests"`` part of a profile; ``shifted``:
+    also test Assumption 3."""
     out = {}
     for i, key in enumerate(layers.contexts):
         out[key] = linalg.assumption_report(
             layers.contexts[key], layers.queries[key], subsets=tests["subsets"], threshold=tests["threshold"],
-            generator=torch.Generator().manual_seed(1000 * seed + i), kruskal_subsets=tests["kruskal_subsets"])
+            generator=torch.Generator().manual_seed(1000 * seed + i), kruskal_subsets=tests["kruskal_subsets"],
+            shifted=shifted)
     return out
 
 
@@ -225,7 +227,8 @@ def cells(report: linalg.AssumptionReport) -> dict[str, str]:
     return {"general_position": f"{mark(r.in_general_position)} ({r.kruskal.estimate} {sign} {limit})",
             "assumption_1": f"{mark(r.holds_1)} ({r.assumption_1.fraction:.4f})",
             "assumption_2": f"{mark(r.holds_2)} ({r.full_rank_contexts:.3f}; min {int(r.context_ranks.min())})",
-            "assumption_3": f"{mark(r.holds_3)} ({r.assumption_3.fraction:.4f})",
+            "assumption_3": ("not measured" if r.assumption_3 is None
+                             else f"{mark(r.holds_3)} ({r.assumption_3.fraction:.4f})"),
             "kruskal": f"{r.kruskal.estimate} (≤ {r.kruskal.upper_bound})"}
 
 

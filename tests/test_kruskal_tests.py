@@ -95,6 +95,8 @@ def test_assumption_report_cls_data() -> None:
     assert not report.holds_1 and report.assumption_1.fraction == 0.0 and report.kruskal.estimate == 1
     assert report.holds_3 and not report.in_general_position
     assert report.query_rank == 1
+    skipped = linalg.assumption_report(contexts, contexts[:, 0], subsets=50, generator=gen(12), shifted=False)
+    assert skipped.assumption_3 is None and skipped.holds_3 is None
 
 
 def test_assumption_report_detects_rank_deficient_context_and_general_position() -> None:
