@@ -185,7 +185,8 @@ class BertLayer(nn.Module):
         """``x: (N, n, d) -> (N, n, d)`` (no padding mask: every token is real)."""
         batch, n, d = x.shape
         # (N, heads, n, d_h)
-        q, k, v = (lin(x).reshape(batch, n, self.heads, -1).transpose(1, 2) for lin in (self.query, self.key, self.value))
+        q, k, v = (lin(x).reshape(batch, n, self.heads, -1).transpose(1, 2)
+                   for lin in (self.query, self.key, self.value))
         a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(batch, n, d)
         x = self.attn_norm(x + self.attn_out(a))
         return self.out_norm(x + self.output(F.gelu(self.intermediate(x))))
@@ -311,7 +312,8 @@ def read_safetensors(path: str | Path, names: set[str] | None = None) -> dict[st
             begin, end = info["data_offsets"]
             count = math.prod(info["shape"])
             if end - begin != count * dtype.itemsize:
-                raise ValueError(f"{path}: tensor {name!r} spans {end - begin} bytes, expected {count * dtype.itemsize}")
+                raise ValueError(f"{path}: tensor {name!r} spans {end - begin} bytes, "
+                                 f"expected {count * dtype.itemsize}")
             raw = np.frombuffer(buf, dtype=dtype, count=count, offset=base + begin).astype(dtype.newbyteorder("="))
             out[name] = torch.from_numpy(raw.reshape(info["shape"]))
     if names is not None and set(names) - set(out):
