@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import textwrap
 from typing import Any, Callable, Sequence
 
 __all__ = ["expect_refusal", "table", "sci", "glue_sci", "prose_list"]
@@ -27,7 +28,8 @@ def expect_refusal(call: Callable[[], Any], match: str, *,
                    quiet: bool = False) -> str:
     """Call ``call()`` and require that it raises ``error`` with a message matching ``match``.
 
-    Prints ``Refused: <message>`` (unless ``quiet``) and returns the message. Raises
+    Prints ``Refused: <message>`` (unless ``quiet``), wrapped at 79 characters so that it fits the
+    text column, and returns the message. Raises
     ``AssertionError`` if the call returns normally or its message does not match (``re.search``);
     any other exception propagates unchanged. Use it for every "the library refuses this" cell, so that
     the build fails if a check disappears::
@@ -56,7 +58,9 @@ def expect_refusal(call: Callable[[], Any], match: str, *,
                 f"expected a {names} whose message matches {match!r}, got {type(exc).__name__}: {message}"
             ) from exc
         if not quiet:
-            print(f"Refused: {message}")
+            # wrapped like the code above it, so that a long message fits the text column
+            print(textwrap.fill(f"Refused: {message}", width=79, subsequent_indent="  ",
+                                break_long_words=False, break_on_hyphens=False))
         return message
     raise AssertionError(f"expected the call to be refused with a {names} matching {match!r}, "
                          f"but it returned {_describe(result)}")

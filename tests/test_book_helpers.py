@@ -72,3 +72,12 @@ def test_prose_list():
     assert book.prose_list(["a"]) == "a"
     with pytest.raises(ValueError):
         book.prose_list([])
+
+
+def test_expect_refusal_wraps_a_long_message_to_the_column(capsys):
+    long = "Assumption 1 fails: " + " ".join(f"query{k}" for k in range(40))
+    message = book.expect_refusal(lambda: _refuse(long), match="Assumption 1")
+    lines = capsys.readouterr().out.rstrip("\n").split("\n")
+    assert message == long and len(lines) > 1
+    assert all(len(line) <= 79 for line in lines)
+    assert " ".join(line.strip() for line in lines) == f"Refused: {long}"
