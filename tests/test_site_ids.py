@@ -1,0 +1,31 @@
+"""memcap.site's unique box ids: boxes get unique ids, section headings keep theirs."""
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+
+from memcap.site import _UniqueBoxIds
+
+
+def _document():
+    doc = new_document("test", get_default_settings(Parser))
+    section = nodes.section(ids=["proof"])            # a "## Proof" heading
+    section += nodes.title(text="Proof")
+    for k in range(2):                                # two proof boxes, same ids
+        box = nodes.container(ids=[f"box-{k}"])
+        body = nodes.container(ids=["proof"])
+        body += nodes.paragraph(text="...")
+        box += body
+        section += box
+    doc += section
+    return doc
+
+
+def test_boxes_get_unique_ids_and_the_section_keeps_its_own():
+    doc = _document()
+    _UniqueBoxIds(doc).run()
+    section = next(iter(doc.findall(nodes.section)))
+    assert section["ids"] == ["proof"]
+    bodies = [n["ids"][0] for n in doc.findall(nodes.container)
+              if isinstance(n.parent, nodes.container)]
+    assert bodies == ["box-0-proof", "box-1-proof"]
