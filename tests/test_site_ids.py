@@ -17,15 +17,18 @@ def _document():
         body += nodes.paragraph(text="...")
         box += body
         section += box
-    doc += section
+    chapter = nodes.section(ids=["the-chapter"])
+    chapter += nodes.title(text="The chapter")
+    chapter += section
+    doc += chapter
     return doc
 
 
 def test_boxes_get_unique_ids_and_the_section_keeps_its_own():
     doc = _document()
     _UniqueBoxIds(doc).run()
-    section = next(iter(doc.findall(nodes.section)))
-    assert section["ids"] == ["proof"]
+    sections = [n["ids"] for n in doc.findall(nodes.section)]
+    assert sections == [["the-chapter"], ["proof"]]
     bodies = [n["ids"][0] for n in doc.findall(nodes.container)
               if isinstance(n.parent, nodes.container)]
     assert bodies == ["box-0-proof", "box-1-proof"]
