@@ -156,7 +156,8 @@ class _UniqueBoxIds(SphinxPostTransform):
     def run(self, **kwargs: Any) -> None:
         used: set[str] = set()
         for node in self.document.findall(nodes.Element):
-            if isinstance(node, nodes.section):
+            if (isinstance(node, nodes.section) and node.children
+                    and isinstance(node.children[0], nodes.title)):
                 continue  # a heading such as "## Proof" keeps its id: the page's table of contents links it
             ids = node.get("ids", [])
             for i, ident in enumerate(ids):

@@ -13,7 +13,8 @@ def _document():
     section += nodes.title(text="Proof")
     for k in range(2):                                # two proof boxes, same ids
         box = nodes.container(ids=[f"box-{k}"])
-        body = nodes.container(ids=["proof"])
+        body = nodes.section(ids=["proof"])           # untitled, as sphinx-proof
+                                                      # and sphinx-exercise make them
         body += nodes.paragraph(text="...")
         box += body
         section += box
@@ -27,8 +28,9 @@ def _document():
 def test_boxes_get_unique_ids_and_the_section_keeps_its_own():
     doc = _document()
     _UniqueBoxIds(doc).run()
-    sections = [n["ids"] for n in doc.findall(nodes.section)]
-    assert sections == [["the-chapter"], ["proof"]]
-    bodies = [n["ids"][0] for n in doc.findall(nodes.container)
+    headings = [n["ids"] for n in doc.findall(nodes.section)
+                if isinstance(n.children[0], nodes.title)]
+    assert headings == [["the-chapter"], ["proof"]]
+    bodies = [n["ids"][0] for n in doc.findall(nodes.section)
               if isinstance(n.parent, nodes.container)]
     assert bodies == ["box-0-proof", "box-1-proof"]
