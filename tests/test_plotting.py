@@ -95,6 +95,7 @@ def test_log_axis_writes_plain_ticks():
     assert "100" in labels and not any("10^" in t for t in labels)
     with pytest.raises(ValueError):
         plotting.log_axis(ax, "z")
+    assert plotting._plain(1e-6) == "$10^{-6}$" and plotting._plain(0.01) == "0.01"
     matplotlib.pyplot.close(fig)
 
 
