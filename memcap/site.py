@@ -12,7 +12,7 @@ thing the default Jupyter Book 1.x stack gets wrong for this book:
 - a favicon (browsers ask for one on every page: without it every page logs a 404);
 - images get their figure's caption as alt text instead of their file path;
 - the ``id`` attributes that sphinx-proof and sphinx-exercise give to *every* box
-  (``proof-content``, ``solution-content``, ...) are made unique per box;
+  (``proof``, ``proof-content``, ``solution-content``, ...) are made unique per box;
 - the directive ``{memcap-build-status}`` writes the table of the *Build status* page: every chapter in
   book order, its title, how long it took to execute, and the total.
 """
@@ -37,7 +37,7 @@ _FAVICON = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
 </svg>
 """
 
-_SHARED_IDS = ("proof-content", "exercise-content", "solution-content")
+_SHARED_IDS = ("proof-content", "exercise-content", "solution-content", "proof")
 _ARCHIVE_TOP = ("_config.yml", "_toc.yml", "README.md", "requirements.txt", "pyproject.toml")
 _ARCHIVE_DIRS = ("book", "memcap", "tests", ".ci")
 
