@@ -160,6 +160,8 @@ class _UniqueBoxIds(SphinxPostTransform):
             for i, ident in enumerate(ids):
                 if ident not in _SHARED_IDS:
                     continue
+                if ident == "proof" and not isinstance(node, nodes.admonition):
+                    continue  # a section titled "Proof" keeps its id (the page's contents link to it)
                 parent = node.parent
                 while parent is not None and not parent.get("ids"):
                     parent = parent.parent
