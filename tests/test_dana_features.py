@@ -147,6 +147,17 @@ def test_certify_all_sets_proves_small_cases_and_fails_on_a_grid(one_thread):
     # H = 1, d = d_h = 3, [2]^3: a 2 x 2 grid ending in one token has rank <= 1 + 2 < 4 = kappa
     grid = DF.certify_all_sets(2, 3, 3, 1, 3, generator=gen(1))
     assert grid.certified < grid.sets and grid.smallest_margin == 0.0
+    everything = all_sequences(2, 3)
+    assert grid.unproved and all(DF.contains_grid(everything[list(s)], 2) for s in grid.unproved)
+
+
+def test_contains_grid():
+    square = torch.tensor([[0, 0, 5], [0, 1, 5], [1, 0, 5], [1, 1, 5]])
+    assert DF.contains_grid(square, 2)
+    assert not DF.contains_grid(square[:3], 2)
+    assert not DF.contains_grid(torch.tensor([[0, 0, 5], [0, 1, 5], [1, 0, 5], [1, 1, 6]]), 2)
+    assert DF.contains_grid(torch.tensor([[a, b, 0] for a in range(3) for b in range(3)]), 3)
+    assert not DF.contains_grid(all_sequences(3, 2), 2)       # S = 2: one position before the last
 
 
 def test_grid_bound_holds_for_random_weights(one_thread):

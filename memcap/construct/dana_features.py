@@ -17,6 +17,8 @@ about that rank and the construction built on it:
   eta x_S(t) (``shift``) so that M_0 + eta I can be absorbed into the unembedding.
 * :func:`corollary1_build`: Corollary 1 (associations, d = 2) through :func:`theorem1_build` and
   Proposition 3's circle encoder.
+* :func:`tight_sets`, :func:`certify_all_sets`, :func:`contains_grid`: for tiny sizes, prove separability
+  of every set of sequences that the counts allow, and recognise the grids that forbid it.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from memcap.construct.dana import (DTYPE, SequenceEncoder, circle_sequence_encod
 from memcap.models import AoTParams, init_aot
 
 __all__ = ["feature_count", "attention_count", "rank_one_witness", "Theorem1Build", "theorem1_build",
-           "corollary1_build"]
+           "corollary1_build", "contains_grid", "tight_sets", "ExhaustiveCheck", "certify_all_sets"]
 
 
 def _distinct_tokens(tokens: object, vocab: int | None = None) -> torch.Tensor:
@@ -279,15 +281,41 @@ def corollary1_build(tokens: torch.Tensor, targets: torch.Tensor, vocab: int, *,
     return built
 
 
+def contains_grid(tokens: torch.Tensor, k: int) -> bool:
+    """True if the rows of ``tokens`` include a k x k grid: for some positions i < j < S and some set Q of
+    k tokens, all k^2 sequences that carry (a, b) in Q x Q at positions i, j and agree elsewhere (the last
+    token included). Such a grid has features of rank at most 1 + H min(d_h, k) for every choice of
+    weights (the book's Proposition "Limits on the rank")."""
+    from itertools import combinations
+
+    tokens = _distinct_tokens(tokens)
+    k = positive_int("k", k)
+    rows = [tuple(r) for r in tokens.tolist()]
+    S = tokens.shape[1]
+    for i, j in combinations(range(S - 1), 2):
+        groups: dict[tuple, set] = {}
+        for r in rows:
+            rest = r[:i] + r[i + 1:j] + r[j + 1:]
+            groups.setdefault(rest, set()).add((r[i], r[j]))
+        for pairs in groups.values():
+            used = sorted({a for a, _ in pairs} & {b for _, b in pairs})
+            for Q in combinations(used, k):
+                if all((a, b) in pairs for a in Q for b in Q):
+                    return True
+    return False
+
+
 @dataclass(frozen=True)
 class ExhaustiveCheck:
     """The outcome of :func:`certify_all_sets`: ``sets`` maximal sets checked, ``certified`` of them proved
     to have independent features; ``smallest_margin``: the least proved lower bound on a smallest
-    singular value among them (0.0 if some set was not certified)."""
+    singular value among them (0.0 if some set was not certified); ``unproved``: the sets not certified,
+    as lists of rows of ``all_sequences(N, S)``."""
 
     sets: int
     certified: int
     smallest_margin: float
+    unproved: tuple[tuple[int, ...], ...] = ()
 
 
 def tight_sets(tokens: torch.Tensor, dim: int, heads: int, head_dim: int) -> list[list[int]]:
@@ -336,4 +364,5 @@ def certify_all_sets(vocab: int, seq_len: int, dim: int, heads: int, head_dim: i
     margins = [certify.certify_full_rank(enclosure, columns=s, margin=0.5) for s in sets]
     proved = [m for m in margins if m.certified]
     smallest = min(m.sigma_lower for m in proved) if len(proved) == len(sets) and proved else 0.0
-    return ExhaustiveCheck(len(sets), len(proved), smallest)
+    unproved = tuple(tuple(s) for s, m in zip(sets, margins) if not m.certified)
+    return ExhaustiveCheck(len(sets), len(proved), smallest, unproved)
