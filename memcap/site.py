@@ -165,6 +165,8 @@ class _UniqueBoxIds(SphinxPostTransform):
                 proof_box = ident == "proof" and isinstance(node, nodes.admonition)
                 if ident not in _SHARED_IDS and not proof_box:
                     continue
+                if ident == "proof" and not isinstance(node, nodes.admonition):
+                    continue  # a section titled "Proof" keeps its id (the page's contents link to it)
                 parent = node.parent
                 while parent is not None and not parent.get("ids"):
                     parent = parent.parent
