@@ -125,7 +125,7 @@ def enclose(params: AoTParams, tokens: torch.Tensor, kind: str = "features", *,
     e, pos = rows(params.token_embedding), rows(params.positional_embedding)
     WQ, WK, WV = rows(params.W_Q), rows(params.W_K), rows(params.W_V)
     seqs = tokens.detach().to("cpu").tolist()
-    H, S = params.heads, params.seq_len
+    H = params.heads
     old = iv.prec
     iv.prec = precision
     try:

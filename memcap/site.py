@@ -37,7 +37,7 @@ _FAVICON = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
 </svg>
 """
 
-_SHARED_IDS = ("proof-content", "exercise-content", "solution-content", "proof")
+_SHARED_IDS = ("proof-content", "exercise-content", "solution-content")
 _ARCHIVE_TOP = ("_config.yml", "_toc.yml", "README.md", "requirements.txt", "pyproject.toml")
 _ARCHIVE_DIRS = ("book", "memcap", "tests", ".ci")
 
@@ -165,8 +165,6 @@ class _UniqueBoxIds(SphinxPostTransform):
                 proof_box = ident == "proof" and isinstance(node, nodes.admonition)
                 if ident not in _SHARED_IDS and not proof_box:
                     continue
-                if ident == "proof" and not isinstance(node, nodes.admonition):
-                    continue  # a section titled "Proof" keeps its id (the page's contents link to it)
                 parent = node.parent
                 while parent is not None and not parent.get("ids"):
                     parent = parent.parent

@@ -28,8 +28,13 @@ from dataclasses import dataclass
 import torch
 
 from memcap._checks import check_shape, check_tensor, positive_int
-from memcap.construct.dana import (DTYPE, SequenceEncoder, circle_sequence_encoder, most_likely_sequences,
-                                   skip_feature_matrix)
+from memcap.construct.dana import (
+    DTYPE,
+    SequenceEncoder,
+    circle_sequence_encoder,
+    most_likely_sequences,
+    skip_feature_matrix,
+)
 from memcap.models import AoTParams, init_aot
 
 __all__ = ["feature_count", "attention_count", "rank_one_witness", "Theorem1Build", "theorem1_build",
