@@ -205,8 +205,8 @@ def certify_full_rank(enclosure: Enclosure, columns: Sequence[int] | None = None
 
     ``margin`` in [0, 1): the certificate first asks for a proved lower bound ``s`` on the smallest
     singular value equal to ``margin`` times the float64 estimate's distance to the error bound, and if
-    that fails, for ``s = 0`` (full rank only). Returns a :class:`RankCertificate`; ``certified`` False means the test could not decide
-    (the matrix may still have full rank at a larger precision).
+    that fails, for ``s = 0`` (full rank only). Returns a :class:`RankCertificate`; ``certified``
+    False means the test could not decide (the matrix may still have full rank at a larger precision).
     """
     if not isinstance(enclosure, Enclosure):
         raise TypeError(f"enclosure must be an Enclosure, got {type(enclosure).__name__}")
