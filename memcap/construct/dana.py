@@ -580,7 +580,8 @@ def _solve_scale(gaps: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor, unembedding: torch.Tensor) -> tuple[SequenceEncoder, torch.Tensor]:
     """Theorem 2's encoder for a noisy look-up table: E(t) = lambda(t) W_{g(t)}, lambda(t) solving
-    H(pi(. | t)) = log sum_j exp(lambda (W_j - W_g)^T W_g) (the paper's Eq. (6), sign corrected).
+    h(pi(. | t)) = log sum_j exp(lambda (W_j - W_g)^T W_g), h the Shannon entropy (the paper's Eq. (6),
+    whose -H is h: the paper writes H for the negative entropy sum_j pi_j log pi_j).
 
     ``probs``: (T, N) with every conditional entropy in (0, log N]; ``targets``: (T,) g(t);
     ``unembedding``: (N, d) with unit rows and Gram deviation < 1. Returns the encoder and lambda (T,).
