@@ -278,8 +278,12 @@ def test_error_shapes_and_types():
         M.memorize(E, e, torch.ones(4, dtype=F64), heads=2, head_dim=3, skip=1)
     with pytest.raises(ValueError, match="d_v >= d_out"):
         M.memorize(E, e, torch.ones(4, 2, dtype=F64), heads=2, head_dim=3, value_dim=1)
-    with pytest.raises(TypeError, match="queries must be a torch.Tensor"):
-        M.memorize(E, e.tolist(), torch.ones(4, dtype=F64), heads=2, head_dim=3)
+    # array-likes are converted at the boundary: the same weights as from tensors
+    from_lists = M.memorize(E.numpy(), e.tolist(), [1.0] * 4, heads=2, head_dim=3)
+    from_tensors = M.memorize(E, e, torch.ones(4, dtype=F64), heads=2, head_dim=3)
+    assert all(torch.equal(a, b) for a, b in zip(from_lists.parameters(), from_tensors.parameters()))
+    with pytest.raises(TypeError, match="queries must be a tensor"):
+        M.memorize(E, "queries", torch.ones(4, dtype=F64), heads=2, head_dim=3)
     with pytest.raises(ValueError, match="vanish_on holds index 9"):
         M.rank_one_separator(E, e, [9])
 
