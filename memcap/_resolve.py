@@ -23,7 +23,7 @@ from typing import Iterator
 
 import torch
 
-from memcap._checks import check_precision
+from memcap._checks import HALF_DTYPES
 from memcap.device import pick_device
 
 DEFAULT_SEED = 0
@@ -45,7 +45,10 @@ def float_dtype(value: object, default: torch.dtype) -> torch.dtype:
         return default
     if not isinstance(value, torch.dtype) or not value.is_floating_point:
         raise TypeError(f"dtype must be a floating-point torch.dtype, got {value!r}")
-    return check_precision("dtype", value)
+    if value in HALF_DTYPES:
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {value}: memcap refuses half precision "
+                        f"(no half-precision linear algebra on the CPU; the constructions need float64)")
+    return value
 
 
 def device(value: torch.device | str | None) -> torch.device:

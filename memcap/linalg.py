@@ -38,7 +38,7 @@ __all__ = [
     "satisfies_assumption_1", "satisfies_assumption_2", "satisfies_assumption_3",
 ]
 
-MAHDAVI = "Mahdavi et al.'s"
+_MAHDAVI = "Mahdavi et al.'s"
 """How the assumption checks name the paper whose assumptions they are (Dana et al. number theirs too)."""
 
 DEFAULT_RTOL: float | None = None
@@ -320,7 +320,7 @@ def _kruskal_at_least_failure(vectors: torch.Tensor, n: int, *, assumption: int,
     if method not in (None, "exact", "randomized"):
         raise ValueError(f"method must be 'exact', 'randomized' or None (automatic), got {method!r}")
     gen = _resolve.generator(generator)
-    prefix = f"{MAHDAVI} Assumption {assumption} fails"
+    prefix = f"{_MAHDAVI} Assumption {assumption} fails"
     if t_count < n:
         return (f"{prefix}: there are only T = {t_count} {what}, so their Kruskal rank is at most "
                 f"{t_count} < n = {n}")
@@ -371,7 +371,7 @@ def _assumption_2_failure(contexts: object, tol: float | None) -> str | None:
     t = int(bad[0, 0])
     which = "the shared context" if shared else f"context {t}"
     hint = f" (n > d = {d})" if n > d else ""
-    return f"{MAHDAVI} Assumption 2 fails: {which} has rank {int(ranks[t])} < n = {n}{hint}"
+    return f"{_MAHDAVI} Assumption 2 fails: {which} has rank {int(ranks[t])} < n = {n}{hint}"
 
 
 def _assumption_3_failure(contexts: object, queries: object, **kw: object) -> str | None:

@@ -52,7 +52,7 @@ DTYPE = torch.float64
 """All constructions run in float64 (:func:`memcap.device.exact_dtype`; float32 only on Apple's MPS, which
 lacks float64): their claims are equalities checked to ~1e-8."""
 
-DANA = "Dana et al.'s"
+_DANA = "Dana et al.'s"
 """How refusals name the paper whose assumptions failed (Mahdavi et al. number theirs too)."""
 
 
@@ -107,7 +107,7 @@ def check_full_support(probs: torch.Tensor) -> None:
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
         token = int((probs[row] <= 0).nonzero()[0])
-        raise ValueError(f"{DANA} Assumption 2 fails: pi({token} | sequence {row}) = 0, the conditionals need "
+        raise ValueError(f"{_DANA} Assumption 2 fails: pi({token} | sequence {row}) = 0, the conditionals need "
                          f"full support")
 
 
@@ -121,7 +121,7 @@ def association_targets(probs: torch.Tensor) -> torch.Tensor:
     bad = (1 - top).abs() > 1e-12
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
-        raise ValueError(f"{DANA} Assumption 1 fails: sequence {row} has no next token of probability 1 "
+        raise ValueError(f"{_DANA} Assumption 1 fails: sequence {row} has no next token of probability 1 "
                          f"(its largest probability is {float(top[row]):.4g})")
     return arg
 
@@ -206,8 +206,9 @@ def minimize_kl(logits_fn: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
     if not init:
         raise ValueError("init must hold at least one parameter tensor")
     weights = _prior(prior, probs.shape[0], probs.device)
-    params = {k: float_input(f"init[{k!r}]", check_tensor(f"init[{k!r}]", v)).detach().to(probs.dtype).clone()
-              .requires_grad_(True) for k, v in init.items()}
+    params = {k: check_shape(f"init[{k!r}]", float_input(f"init[{k!r}]", check_tensor(f"init[{k!r}]", v)),
+                             (None,) * v.ndim).detach().to(probs.dtype).clone().requires_grad_(True)
+              for k, v in init.items()}
     optimizer = torch.optim.Adam(params.values(), lr=lr)
     history = []
     best, best_kl = {k: v.detach().clone() for k, v in params.items()}, math.inf

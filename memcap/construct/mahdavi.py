@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import torch
 
 from memcap import _resolve, bounds, linalg
-from memcap._checks import check_bool, finite_real, nonnegative_int, nonnegative_real, positive_int, positive_real, \
-    real_tensor
+from memcap._checks import (check_bool, check_shape, finite_real, nonnegative_int, nonnegative_real, positive_int,
+                            positive_real, real_tensor)
 from memcap.device import exact_dtype
 from memcap.models import MHAParams, mha_features, mha_forward
 
@@ -46,7 +46,7 @@ __all__ = [
     "Theorem1Construction", "theorem1_construction", "memorize", "remark1_capacity",
 ]
 
-MAHDAVI = "Mahdavi et al.'s"
+_MAHDAVI = linalg._MAHDAVI
 """How refusals name the paper whose hypotheses failed (Dana et al. number their assumptions too)."""
 
 VERTEX_MARGIN = 2.0
@@ -178,12 +178,12 @@ def _dependent_query_set(queries: torch.Tensor, chosen: tuple[int, ...],
 def _raise_assumption_1(witness: tuple[int, ...], n: int) -> None:
     k = len(witness)
     raise ValueError(
-        f"{MAHDAVI} Assumption 1 fails: queries have Kruskal rank Q < n = {n}: the {k} queries of examples "
+        f"{_MAHDAVI} Assumption 1 fails: queries have Kruskal rank Q < n = {n}: the {k} queries of examples "
         f"{list(witness)} are linearly dependent, so Q <= {k - 1}; Remark 1: pass query_kruskal_rank=Q "
         f"to memorize up to H(min(Q, d_h) - 1) + 1 examples")
 
 
-REMARK1_HINT = ("Remark 1 still memorizes H(min(Q, d_h) - 1) + 1 examples with queries of Kruskal rank Q < n: "
+_REMARK1_HINT = ("Remark 1 still memorizes H(min(Q, d_h) - 1) + 1 examples with queries of Kruskal rank Q < n: "
                 "compute Q with memcap.linalg.kruskal_rank(queries) and pass query_kruskal_rank=Q, or pass "
                 "query_kruskal_rank='auto' to let the construction compute it")
 """What a refusal for queries of low Kruskal rank tells the caller to do (Mahdavi et al., Remark 1)."""
@@ -223,6 +223,17 @@ class RankOneSeparator:
     u: torch.Tensor
     v: torch.Tensor
     vanish_on: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("u", "v"):
+            t = getattr(self, name)
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            real_tensor(name, t)
+            check_shape(name, t, (None,), "(d,)")
+        check_shape("v", self.v, tuple(self.u.shape), "(d,)")
+        if self.v.device != self.u.device:
+            raise ValueError(f"v is on {self.v.device} but u is on {self.u.device}")
 
     @property
     def matrix(self) -> torch.Tensor:
@@ -620,7 +631,7 @@ def _resolve_r(E: torch.Tensor, e: torch.Tensor, H: int, d_h: int, query_kruskal
         try:
             linalg.check_assumption_1(e, min(n, T))
         except ValueError as err:
-            raise ValueError(f"{err}. {REMARK1_HINT}") from None
+            raise ValueError(f"{err}. {_REMARK1_HINT}") from None
     return r, capacity
 
 
@@ -829,6 +840,7 @@ def readout_weights(features: torch.Tensor, labels: torch.Tensor, *, heads: int,
     Z = _real_tensor("features", features)
     if Z.ndim != 2:
         raise ValueError(f"features must have shape (T, H*d), got {tuple(Z.shape)}")
+    check_shape("features", Z, (None, None), "(T, H*d)")
     T = Z.shape[0]
     Y = _labels(labels, T, Z.device)
     H = positive_int("heads", heads)
@@ -927,8 +939,12 @@ def remark1_capacity(queries: torch.Tensor, *, context_size: int, heads: int, he
     Theorem 1's bound H(min(n, d_h) - 1) + 1.
     """
     n = positive_int("context_size", context_size)
-    with _resolve.one_cpu_thread(real_tensor("queries", queries).device):
-        Q = linalg.kruskal_rank(queries, max_subsets=max_subsets)
+    e = _real_tensor("queries", queries)
+    if e.ndim != 2:
+        raise ValueError(f"queries must have shape (T, d), got {tuple(e.shape)}")
+    check_shape("queries", e, (None, None), "(T, d)")
+    with _resolve.one_cpu_thread(e.device):
+        Q = linalg.kruskal_rank(e, max_subsets=max_subsets)
     if Q == 0:
         raise ValueError("queries have Kruskal rank 0 (a zero query): no example can be memorized this way")
     if Q >= n:

@@ -138,6 +138,7 @@ class ReLUParams:
             _floating(name, check_tensor(name, getattr(self, name)))
         if self.W_1.ndim != 2:
             raise ValueError(f"W_1 must have shape (d_in, m), got {tuple(self.W_1.shape)}")
+        check_shape("W_1", self.W_1, (None, None), "(d_in, m)")
         m = self.W_1.shape[1]
         check_shape("b_1", self.b_1, (m,), "(m,)")
         check_shape("W_2", self.W_2, (m, None), "(m, d_out)")

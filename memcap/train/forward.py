@@ -115,6 +115,14 @@ def _check_stack(params: dict[str, torch.Tensor], required: Sequence[str]) -> in
     return m
 
 
+def _shape(params: dict[str, torch.Tensor], name: str, spec: tuple[int | None, ...], symbols: str, *,
+           allow_empty: bool = False) -> torch.Tensor:
+    """``params[name]`` checked against ``spec`` (see :func:`memcap._checks.check_shape`), named as such."""
+    if name not in params:
+        raise ValueError(f"params lacks the stacked weight {name!r} {symbols}")
+    return check_shape(f"params[{name!r}]", params[name], spec, symbols, allow_empty=allow_empty)
+
+
 def mha_forward_stacked(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: torch.Tensor,
                         positions: torch.Tensor | None = None) -> torch.Tensor:
     """y_hat of m MHA models at once (Mahdavi et al., Eqs. (1)-(6)); model i sees row i of every input.
@@ -126,17 +134,31 @@ def mha_forward_stacked(params: dict[str, torch.Tensor], contexts: torch.Tensor,
     :func:`memcap.models.mha_forward` on its slice.
     """
     m = _check_stack(params, ("W_K", "W_Q", "W_V", "W_O", "W_D") + (("W_E", "b_E", "b_D") if positions is not None else ()))
-    queries = float_input("queries", queries, params["W_K"])
-    contexts = float_input("contexts", contexts, params["W_K"])
-    check_shape("queries", queries, (m, None, None), "(m, B, d)")
-    B, d = queries.shape[1:]
-    if contexts.ndim == 3:
-        check_shape("contexts", contexts, (m, None, d), "shared (m, n, d)")
-    else:
-        check_shape("contexts", contexts, (m, B, None, d), "(m, B, n, d)")
+    W_K = params["W_K"]
+    if W_K.ndim != 4:
+        raise ValueError(f"params['W_K'] must have shape (m, H, d, d_h), got {tuple(W_K.shape)}")
+    _, H, d, d_h = W_K.shape
+    _shape(params, "W_K", (m, H, d, d_h), "(m, H, d, d_h)")
+    _shape(params, "W_Q", (m, H, d, d_h), "(m, H, d, d_h)")
+    d_v = _shape(params, "W_V", (m, H, d, None), "(m, H, d, d_v)").shape[3]
+    _shape(params, "W_O", (m, H * d_v, d), "(m, H*d_v, d)")
+    d_out = _shape(params, "W_D", (m, d, None), "(m, d, d_out)").shape[2]
+    d_raw = d   # the width of the raw tokens: d, or the embedding's input width
     if positions is not None:
-        positions = float_input("positions", positions, params["W_K"])
-        check_shape("positions", positions, (contexts.shape[-2] + 1, params["W_E"].shape[2]), "(n+1, d)")
+        d_raw = _shape(params, "W_E", (m, None, d), "(m, d_in, d)").shape[1]
+        _shape(params, "b_E", (m, d), "(m, d)")
+        _shape(params, "b_D", (m, d_out), "(m, d_out)")
+    queries = float_input("queries", queries, W_K)
+    contexts = float_input("contexts", contexts, W_K)
+    check_shape("queries", queries, (m, None, d_raw), "(m, B, d)")
+    B = queries.shape[1]
+    if contexts.ndim == 3:
+        check_shape("contexts", contexts, (m, None, d_raw), "shared (m, n, d)")
+    else:
+        check_shape("contexts", contexts, (m, B, None, d_raw), "(m, B, n, d)")
+    if positions is not None:
+        positions = float_input("positions", positions, W_K)
+        check_shape("positions", positions, (contexts.shape[-2] + 1, d), "(n+1, d)")
     return mha_outputs(params, contexts, queries, positions)[0]
 
 
@@ -149,18 +171,25 @@ def aot_forward_stacked(params: dict[str, torch.Tensor], tokens: torch.Tensor) -
     Returns (m, B, N). Without W_1 and W_C model i equals :func:`memcap.models.aot_forward` on its slice.
     """
     m = _check_stack(params, ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U"))
+    N, d = _shape(params, "token_embedding", (m, None, None), "(m, N, d)").shape[1:]
+    S = _shape(params, "positional_embedding", (m, None, d), "(m, S, d)").shape[1]
     tokens = id_tensor("tokens", tokens, device=params["token_embedding"].device)
-    check_shape("tokens", tokens, (m, None, params["positional_embedding"].shape[1]), "(m, B, S)")
-    d = params["token_embedding"].shape[2]
+    check_shape("tokens", tokens, (m, None, S), "(m, B, S)")
     d_in = d
-    if "W_C" in params and params["W_C"].shape[1] > 0:   # shared compression: heads act on z in R^{d_h}
-        check_shape("W_C", params["W_C"], (m, None, d), "(m, d_h, d)")
-        d_in = params["W_C"].shape[1]
+    if "W_C" in params:   # shared compression (W_C of shape (m, 0, d) when absent): heads act on z in R^{d_h}
+        if _shape(params, "W_C", (m, None, d), "(m, d_h, d)", allow_empty=True).shape[1] > 0:
+            d_in = params["W_C"].shape[1]
+    if params["W_Q"].ndim != 4:
+        raise ValueError(f"params['W_Q'] must have shape (m, H, d_h, d), got {tuple(params['W_Q'].shape)}")
     H, d_h = params["W_Q"].shape[1:3]
     for name in ("W_Q", "W_K", "W_V"):
-        check_shape(name, params[name], (m, H, d_h, d_in), f"(m, H, d_h, {'d_h' if d_in != d else 'd'})")
+        _shape(params, name, (m, H, d_h, d_in), f"(m, H, d_h, {'d_h' if d_in != d else 'd'})")
+    _shape(params, "W_O", (m, H, d, d_h), "(m, H, d, d_h)")
+    _shape(params, "W_U", (m, N, d), "(m, N, d)")
+    if "W_1" in params or "W_2" in params:   # the MLP of Section 4.2.1 (width w = 0: none)
+        w = _shape(params, "W_1", (m, None, d), "(m, w, d)", allow_empty=True).shape[1]
+        _shape(params, "W_2", (m, d, w), "(m, d, w)", allow_empty=True)
     low, high = int(tokens.min()), int(tokens.max())
-    if low < 0 or high >= params["token_embedding"].shape[1]:
-        raise ValueError(f"tokens must be ids in [0, N) = [0, {params['token_embedding'].shape[1]}), "
-                         f"got {low if low < 0 else high}")
+    if low < 0 or high >= N:
+        raise ValueError(f"tokens must be ids in [0, N) = [0, {N}), got {low if low < 0 else high}")
     return aot_outputs(params, tokens)

@@ -47,7 +47,8 @@ def lr_factor(step: torch.Tensor | int, total_steps: torch.Tensor | int, *, sche
     if bool((step_t < 0).any()):
         raise ValueError(f"step must be non-negative, got {step}")
     if schedule == "constant":
-        return torch.ones(torch.broadcast_shapes(step_t.shape, total_t.shape), dtype=torch.float64)
+        shape = torch.broadcast_shapes(step_t.shape, total_t.shape)
+        return torch.ones(shape, dtype=torch.float64, device=step_t.device)
     warm = torch.floor(total_t * warmup_fraction)
     ramp = start_factor + (1.0 - start_factor) * step_t / warm.clamp(min=1.0)
     phase = ((step_t - warm) / (total_t - warm)).clamp(0.0, 1.0)
