@@ -47,18 +47,28 @@ Everything a user needs is importable from ``memcap.train`` itself (the names of
 """
 from __future__ import annotations
 
+import numpy as np  # noqa: F401  (the annotations of TrainResult, re-homed below, are resolved in this namespace)
+
+from memcap.train import schedule, specs
 from memcap.train.capacity import CapacityResult, capacity_search
 from memcap.train.config import TrainConfig
 from memcap.train.forward import aot_forward_stacked, mha_forward_stacked
 from memcap.train.inspection import trained_attention
 from memcap.train.loop import TrainResult, group_by_shape, train_models
-from memcap.train.schedule import SCHEDULES, lr_factor
-from memcap.train.specs import AoTSpec, MHASpec, Spec, spec_from_dict
+from memcap.train.schedule import lr_factor
+from memcap.train.specs import AoTSpec, MHASpec, spec_from_dict
 
 # The engine's internals under the names they had in the single-file ``memcap.train`` (tests build stacks
 # by hand with them); not part of the API.
 from memcap.train.prepare import init_one as _init_one  # noqa: E402,F401
 from memcap.train.stack import Stack as _Stack  # noqa: E402,F401
+
+Spec = specs.Spec
+"""Any model spec: an :class:`MHASpec` or an :class:`AoTSpec` (:func:`train_models` takes a sequence of them)."""
+
+SCHEDULES = schedule.SCHEDULES
+"""The learning-rate schedules of :class:`TrainConfig`: Mahdavi et al.'s 'warmup_cosine', Dana et al.'s
+'constant' (see :func:`lr_factor`)."""
 
 __all__ = [
     "MHASpec", "AoTSpec", "Spec", "spec_from_dict", "SCHEDULES", "TrainConfig", "lr_factor",
