@@ -35,7 +35,6 @@ Modules, one idea each:
 ``doctor``     one command that checks the book's code path on this machine's device
 ``edition``    the student edition (solutions stripped) and the exercise index
 """
-import importlib as _importlib
 import logging as _logging
 
 __version__ = "0.1.0"
@@ -82,7 +81,9 @@ def __getattr__(name: str) -> object:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'memcap' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 
