@@ -11,6 +11,7 @@
 * ``bench [--models K] [--steps S] [--workload mha|aot|both] [--device DEV] [--json]``: stacked engine
   vs one-model-at-a-time loop.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
+* ``doctor [--device DEV] [--no-bench]``: check the book's code path on this machine's device (exit 1 on failure).
 
 ``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
 prints one line and exits with status 2; any other error keeps its traceback (status 1).
@@ -218,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     student = sub.add_parser("student-edition", help="build the book without solutions (run from the book's root)")
     student.add_argument("--output", default="_build/student", help="output folder (default: _build/student)")
     student.set_defaults(run=_student_edition)
+    from memcap.doctor import add_subcommand as add_doctor   # ``doctor``: see memcap/doctor.py
+    add_doctor(sub)
     return parser
 
 

@@ -2,14 +2,32 @@
 
 Each check raises an error whose message names the argument and the condition that failed, so a reader
 who passes a wrong shape learns which symbol of the paper was wrong, not just that something broke.
+
+The input rules, the same in every module (see the README's "Use the library"):
+
+* **Array-likes.** Where a tensor is expected, a NumPy array or a nested list of numbers is accepted too
+  and converted once, at the boundary (:func:`real_tensor`, :func:`id_tensor`). Array-likes have no
+  device: they are placed on the device of the call's other tensors (the CPU when there are none).
+* **Finite values.** NaN and +-inf are refused in every tensor input (:func:`check_finite`) and in every
+  real-valued argument such as a tolerance, a scale or a constant (:func:`finite_real`,
+  :func:`positive_real`), with a ``ValueError`` naming the argument.
+* **Precision.** memcap computes in float32 or float64. Half precision (float16, bfloat16) is refused
+  with a ``TypeError`` naming the argument (:data:`HALF_DTYPES`): torch has no half-precision linear
+  algebra on the CPU, and the constructions' equalities need float64. Convert with ``.float()``.
+* **Empty inputs.** A tensor with a zero-length axis where the paper has a positive size (T, n, d, ...)
+  is refused by :func:`check_shape` unless the caller allows it explicitly.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Sequence
 
 import numpy as np
 import torch
+
+HALF_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
+"""Floating dtypes memcap refuses (see the module docstring)."""
 
 
 def positive_int(name: str, value: object) -> int:
@@ -30,6 +48,16 @@ def nonnegative_int(name: str, value: object) -> int:
     return int(value)
 
 
+def finite_real(name: str, value: object) -> float:
+    """Return ``value`` as a ``float`` if it is a finite real number, else raise naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number (no NaN or inf), got {value}")
+    return value
+
+
 def positive_real(name: str, value: object) -> float:
     """Return ``value`` as a ``float`` if it is a finite real > 0, else raise naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
@@ -40,6 +68,21 @@ def positive_real(name: str, value: object) -> float:
     return value
 
 
+def nonnegative_real(name: str, value: object) -> float:
+    """Return ``value`` as a ``float`` if it is a finite real >= 0, else raise naming ``name``."""
+    value = finite_real(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be a finite real number >= 0, got {value}")
+    return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Return ``value`` if it is a ``bool`` (not merely truthy), else raise ``TypeError`` naming ``name``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
 def check_tensor(name: str, value: object) -> torch.Tensor:
     """Raise ``TypeError`` unless ``value`` is a ``torch.Tensor``."""
     if not isinstance(value, torch.Tensor):
@@ -47,11 +90,13 @@ def check_tensor(name: str, value: object) -> torch.Tensor:
     return value
 
 
-def check_shape(name: str, tensor: torch.Tensor, spec: Sequence[int | None], symbols: str | None = None) -> torch.Tensor:
+def check_shape(name: str, tensor: torch.Tensor, spec: Sequence[int | None], symbols: str | None = None, *,
+                allow_empty: bool = False) -> torch.Tensor:
     """Check that ``tensor`` has ``len(spec)`` dimensions matching ``spec`` (``None`` is a wildcard).
 
     ``symbols`` is the shape written with the paper's symbols, e.g. ``"(T, n, d)"``; it goes into the
-    message so that the reader sees which quantity disagreed.
+    message so that the reader sees which quantity disagreed. A wildcard axis of length 0 is refused
+    (the papers' sizes are positive) unless ``allow_empty``.
     """
     check_tensor(name, tensor)
     shape = tuple(tensor.shape)
@@ -62,7 +107,112 @@ def check_shape(name: str, tensor: torch.Tensor, spec: Sequence[int | None], sym
         if symbols:
             want = f"{symbols} = {want}"
         raise ValueError(f"{name} must have shape {want}, got {shape}")
+    if not allow_empty and 0 in shape:
+        raise ValueError(f"{name} must not be empty: shape {symbols + ' = ' if symbols else ''}{shape} "
+                         f"has an axis of length 0")
     return tensor
+
+
+def check_finite(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """Raise ``ValueError`` naming ``name`` and the first offending entry unless every entry is finite."""
+    if tensor.is_floating_point() or tensor.is_complex():
+        bad = ~torch.isfinite(tensor)
+        if bool(bad.any()):
+            index = tuple(int(i) for i in torch.nonzero(bad)[0])
+            value = tensor[index].item() if index else tensor.item()
+            where = f" at index {index}" if index else ""
+            raise ValueError(f"{name} must be finite (no NaN or inf): it holds {value}{where}")
+    return tensor
+
+
+def check_precision(name: str, dtype: torch.dtype) -> torch.dtype:
+    """Raise ``TypeError`` naming ``name`` for a half-precision dtype (see :data:`HALF_DTYPES`)."""
+    if dtype in HALF_DTYPES:
+        raise TypeError(f"{name} has dtype {dtype}: memcap computes in float32 or float64 (torch has no "
+                        f"half-precision linear algebra on the CPU, and the constructions need float64); "
+                        f"convert it with .float() or .double()")
+    return dtype
+
+
+def _from_array_like(name: str, value: object, device: torch.device | str | None) -> torch.Tensor:
+    """A tensor from a NumPy array or a nested list/tuple of numbers, on ``device`` (CPU when None)."""
+    if not isinstance(value, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be a tensor (a torch.Tensor, a NumPy array or a nested list of numbers), "
+                        f"got {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:   # ragged nesting
+        raise TypeError(f"{name} must be a tensor, array or (rectangular) nested list of numbers: {err}") from None
+    if array.dtype.kind not in "biufc":
+        raise TypeError(f"{name} must hold numbers, got an array of dtype {array.dtype}")
+    if array.dtype == np.float16:
+        check_precision(name, torch.float16)
+    return torch.as_tensor(np.ascontiguousarray(array), device=device)
+
+
+def real_tensor(name: str, value: object, *, dtype: torch.dtype | None = None,
+                device: torch.device | str | None = None) -> torch.Tensor:
+    """``value`` as a finite real tensor, the one conversion at a public function's boundary.
+
+    Tensors, NumPy arrays and nested lists are accepted; integer entries become float64 (exact);
+    bool, complex and half-precision input is refused with ``TypeError``, NaN and inf with
+    ``ValueError``. ``dtype``: cast the result (None: keep). ``device``: where array-likes go and where
+    a tensor must already be (a tensor elsewhere is refused: no silent copies between devices).
+    """
+    t = value if isinstance(value, torch.Tensor) else _from_array_like(name, value, device)
+    if t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
+    check_precision(name, t.dtype)
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    if device is not None and t.device != torch.device(device):
+        raise ValueError(f"{name} is on {t.device} but the other inputs are on {torch.device(device)}; "
+                         f"move it with .to({str(torch.device(device))!r})")
+    check_finite(name, t)
+    return t if dtype is None else t.to(dtype)
+
+
+def float_tensor(name: str, value: object, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """Like :func:`real_tensor`, but integer entries are refused too: a model input needs a float dtype.
+
+    Array-likes of integers are converted to float64 (an array has no committed dtype).
+    """
+    if isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex()
+                                                or value.dtype == torch.bool):
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
+    return real_tensor(name, value, device=device)
+
+
+def float_input(name: str, value: object, like: torch.Tensor | None = None) -> torch.Tensor:
+    """A float input of a function that computes in its inputs' dtype (a model, a fit).
+
+    A tensor must already be finite float32/float64 (it is not cast: dtype mismatches are reported by
+    :func:`same_device_dtype`); an array-like takes the device and dtype of ``like`` (the call's weights
+    or first input), or becomes a CPU tensor of its own dtype (float64 for integers) when None.
+    """
+    if isinstance(value, torch.Tensor):
+        check_tensor(name, value)
+        if not value.is_floating_point():
+            raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
+        check_precision(name, value.dtype)
+        return check_finite(name, value)
+    converted = float_tensor(name, value, device=None if like is None else like.device)
+    return converted if like is None else converted.to(like.dtype)
+
+
+def id_tensor(name: str, value: object, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """``value`` as an integer tensor of ids (token ids, class labels, example indices).
+
+    Tensors, NumPy arrays and nested lists of integers are accepted; float, complex and bool input is
+    refused with ``TypeError``. ``device`` as in :func:`real_tensor`.
+    """
+    t = value if isinstance(value, torch.Tensor) else _from_array_like(name, value, device)
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise TypeError(f"{name} must have an integer dtype (ids), got {t.dtype}")
+    if device is not None and t.device != torch.device(device):
+        raise ValueError(f"{name} is on {t.device} but the other inputs are on {torch.device(device)}; "
+                         f"move it with .to({str(torch.device(device))!r})")
+    return t
 
 
 def as_tensor(name: str, value: object, dtype: torch.dtype | None = None,

@@ -16,6 +16,8 @@ from memcap._checks import positive_int
 from memcap.device import describe, pick_device
 from memcap.train import AoTSpec, MHASpec, TrainConfig, train_models
 
+__all__ = ["WORKLOADS", "workload", "run_bench", "format_bench"]
+
 WORKLOADS = ("mha", "aot")
 """'mha': Mahdavi-style models (d = 16, n = 8, H = 1..8, T = 400, 100 classes, batch 128);
 'aot': Dana-style AoTs (N = 20, S = 2, d = d_h = 5, H = 1..8, batch 256)."""

@@ -36,6 +36,24 @@ import sympy as sp
 
 from memcap._checks import positive_int
 
+__all__ = [
+    "H", "n", "d", "d_h", "d_v", "d_out", "m", "N", "S", "T0", "X", "acc", "h", "p_err", "d_tv", "C", "eps", "norm_WE",
+    "MAHDAVI", "DANA",
+    "MHA_CAPACITY_EXPR", "MHA_SHARED_RANK_BOUND_EXPR", "MHA_SIMPLEX_RANK_BOUND_EXPR", "MHA_PARAM_COUNT_EXPR",
+    "RELU_CAPACITY_EXPR", "RELU_PARAM_COUNT_EXPR", "AOT_CAPACITY_EXPR", "AOT_PARAM_COUNT_EXPR",
+    "AOT_COR1_PARAM_COUNT_EXPR", "ACCURACY_FROM_MEMORIZED_EXPR", "COR2_ACCURACY_EXPR",
+    "COR2_CAPACITY_FROM_ACCURACY_EXPR", "JL_CONSTANT_EXPR", "THM2_LAMBDA_BOUND_EXPR", "THM2_KL_TERM_ANY_C_EXPR",
+    "THM2_KL_TERM_EXPR", "THM1_EXCESS_EXPR", "THM2_SIMPLIFIED_KL_BOUND_EXPR", "KIM_PARAM_COUNT_EXPR",
+    "HUBEN_MORRIS_PARAM_COUNT_EXPR", "MAHDAVI_ASSOC_HEADS_EXPR", "MAHDAVI_ASSOC_PARAM_COUNT_EXPR",
+    "DANA_ASSOC_PARAM_COUNT_EXPR",
+    "mha_capacity", "mha_capacity_remark1", "mha_shared_rank_bound", "mha_simplex_rank_bound", "mha_param_count",
+    "relu_capacity", "relu_param_count", "aot_capacity", "aot_param_count", "aot_cor1_param_count",
+    "accuracy_from_memorized", "cor2_accuracy", "cor2_capacity_from_accuracy", "jl_constant", "thm2_lambda_bound",
+    "thm2_kl_bound_term", "thm2_kl_term_with_constant", "thm1_excess_divergence", "thm2_simplified_kl_bound",
+    "kim_param_count", "huben_morris_param_count", "mahdavi_assoc_param_count", "dana_assoc_param_count",
+    "Bound", "BOUNDS",
+]
+
 H, n, d, d_h, d_v, d_out, m, N, S, T0 = sp.symbols(
     "H n d d_h d_v d_out m N S T_0", positive=True, integer=True)
 """The papers' integer quantities (see the module docstring)."""

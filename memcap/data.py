@@ -10,8 +10,10 @@
   prescribed entropy (the distribution task, their Assumption 2 and Theorem 2).
 
 Token ids are 0-based: the paper's [N] = {1, ..., N} is {0, ..., N-1} here, and class labels likewise.
-Every random draw goes through an explicit ``torch.Generator``; values are drawn on the generator's
-device and then moved, so a seed gives the same task on every device.
+Every random draw goes through an explicit ``torch.Generator`` (``None``: a fresh one seeded with 0, as
+everywhere in memcap); values are drawn on the generator's device and then moved, so a seed gives the
+same task on every device. Outputs go to ``device`` (None: :func:`memcap.device.pick_device`), or to the
+device of the tensor inputs (a look-up table, probabilities).
 """
 from __future__ import annotations
 
@@ -21,8 +23,16 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from memcap._checks import check_shape, check_tensor, positive_int, same_device_dtype
-from memcap.device import exact_dtype, pick_device
+from memcap import _resolve
+from memcap._checks import (check_finite, check_precision, check_shape, check_tensor, float_tensor, id_tensor,
+                            positive_int, same_device_dtype)
+from memcap.device import exact_dtype
+
+__all__ = [
+    "MAX_SEQUENCES", "sinusoidal_positions", "MemorizationTask", "mahdavi_task", "all_sequences",
+    "random_lookup_table", "association_task", "lookup_noise_for_entropy", "next_token_distribution",
+    "entropy", "kl_divergence",
+]
 
 MAX_SEQUENCES = 10 ** 7
 """Largest N^S that :func:`random_lookup_table`, :func:`all_sequences` and friends will enumerate."""
@@ -32,34 +42,9 @@ MAX_SEQUENCES = 10 ** 7
 # helpers
 # ---------------------------------------------------------------------------------------------------
 
-def _check_generator(generator: object, needed_for: str) -> torch.Generator:
-    """Return ``generator`` if it is a ``torch.Generator``; explain what it is needed for otherwise."""
-    if generator is None:
-        raise ValueError(f"a torch.Generator is needed to {needed_for}, got generator=None")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    return generator
-
-
-def _device(device: torch.device | str | None) -> torch.device:
-    """``device``, or :func:`memcap.device.pick_device` when None."""
-    return pick_device(None if device is None else str(device))
-
-
 def _float_dtype(dtype: torch.dtype | None) -> torch.dtype:
-    """``dtype``, or torch's default float dtype when None; must be floating point."""
-    if dtype is None:
-        return torch.get_default_dtype()
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype
-
-
-def _uniform(shape: tuple[int, ...], generator: torch.Generator, dtype: torch.dtype,
-             device: torch.device) -> torch.Tensor:
-    """U(0,1) entries drawn in float64 on the generator's device, then moved and cast."""
-    draw = torch.rand(shape, generator=generator, dtype=torch.float64, device=generator.device)
-    return draw.to(device=device, dtype=dtype)
+    """``dtype``, or torch's default float dtype when None; must be float32 or float64."""
+    return _resolve.float_dtype(dtype, torch.get_default_dtype())
 
 
 def _sequence_count(vocab: int, seq_len: int) -> int:
@@ -77,12 +62,9 @@ def _digits(index: torch.Tensor, vocab: int, seq_len: int) -> torch.Tensor:
     return (index[:, None] // powers) % vocab                                    # (m, S)
 
 
-def _check_integer(name: str, tensor: torch.Tensor) -> torch.Tensor:
-    """Raise ``TypeError`` unless ``tensor`` holds integers (bool excluded)."""
-    check_tensor(name, tensor)
-    if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
-        raise TypeError(f"{name} must have an integer dtype, got {tensor.dtype}")
-    return tensor
+def _check_integer(name: str, value: object, device: torch.device | None = None) -> torch.Tensor:
+    """``value`` as an integer tensor (array-likes converted, onto ``device``); ``TypeError`` otherwise."""
+    return id_tensor(name, value, device=device)
 
 
 def _check_range(name: str, tensor: torch.Tensor, upper: int, symbol: str) -> None:
@@ -96,18 +78,16 @@ def _check_range(name: str, tensor: torch.Tensor, upper: int, symbol: str) -> No
 
 
 def _check_probability_rows(name: str, probs: torch.Tensor) -> torch.Tensor:
-    """Raise unless ``probs`` is a (rows, N) float tensor whose rows are probability vectors.
+    """``probs`` as a (rows, N) float tensor whose rows are probability vectors, else raise naming ``name``.
 
-    Row sums may miss 1 by max(sqrt(eps), 10 N eps), the rounding of a float softmax.
+    Array-likes are converted (float64, CPU). Row sums may miss 1 by max(sqrt(eps), 10 N eps), the
+    rounding of a float softmax.
     """
-    check_tensor(name, probs)
-    if not probs.is_floating_point():
-        raise TypeError(f"{name} must have a floating-point dtype, got {probs.dtype}")
+    probs = float_tensor(name, probs)
     if probs.ndim != 2 or probs.shape[1] == 0:
         raise ValueError(f"{name} must have shape (rows, N) with N >= 1, got {tuple(probs.shape)}")
-    if probs.numel() == 0:
-        return probs
-    if bool((probs < 0).any()) or not bool(torch.isfinite(probs).all()):
+    check_shape(name, probs, (None, None), "(rows, N)")
+    if bool((probs < 0).any()):
         row = int(((probs < 0) | ~torch.isfinite(probs)).any(dim=1).nonzero()[0])
         raise ValueError(f"{name} must hold probabilities (finite entries >= 0), row {row} does not")
     eps = torch.finfo(probs.dtype).eps
@@ -139,7 +119,7 @@ def sinusoidal_positions(length: int, dim: int, *, dtype: torch.dtype | None = N
     pos = torch.empty(length, d, dtype=torch.float64)
     pos[:, 0::2] = torch.sin(angle)
     pos[:, 1::2] = torch.cos(angle[:, : d // 2])
-    return pos.to(device=_device(device), dtype=_float_dtype(dtype))
+    return pos.to(device=_resolve.device(device), dtype=_float_dtype(dtype))
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,6 +140,8 @@ class MemorizationTask:
             t = check_tensor(name, getattr(self, name))
             if not t.is_floating_point():
                 raise TypeError(f"{name} must have a floating-point dtype, got {t.dtype}")
+            check_precision(name, t.dtype)
+            check_finite(name, t)
         check_shape("queries", self.queries, (None, None), "(T, d)")
         T, d = self.queries.shape
         if self.contexts.ndim == 2:
@@ -171,6 +153,7 @@ class MemorizationTask:
                              f"got {tuple(self.contexts.shape)}")
         same_device_dtype(contexts=self.contexts, queries=self.queries)
         check_tensor("labels", self.labels)
+        check_finite("labels", self.labels)
         if self.labels.device != self.queries.device:
             raise ValueError(f"labels is on {self.labels.device} but queries is on {self.queries.device}")
         if self.classes is not None:
@@ -221,7 +204,7 @@ class MemorizationTask:
 
 def mahdavi_task(examples: int, context_size: int, dim: int, *, shared: bool = True,
                  task: str = "classification", classes: int = 100, out_dim: int = 1,
-                 generator: torch.Generator, dtype: torch.dtype | None = None,
+                 generator: torch.Generator | None = None, dtype: torch.dtype | None = None,
                  device: torch.device | str | None = None) -> MemorizationTask:
     """The synthetic training set of Mahdavi et al. (Section 5.2; Appendix I.1 when ``shared=False``).
 
@@ -237,16 +220,16 @@ def mahdavi_task(examples: int, context_size: int, dim: int, *, shared: bool = T
         raise TypeError(f"shared must be a bool, got {type(shared).__name__}")
     if task not in ("classification", "regression"):
         raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
-    gen = _check_generator(generator, "draw the tokens and labels")
-    dtype, dev = _float_dtype(dtype), _device(device)
-    contexts = _uniform((n, d) if shared else (T, n, d), gen, dtype, dev)
-    queries = _uniform((T, d), gen, dtype, dev)
+    gen = _resolve.generator(generator)
+    dtype, dev = _float_dtype(dtype), _resolve.device(device)
+    contexts = _resolve.rand((n, d) if shared else (T, n, d), gen, dtype, dev)
+    queries = _resolve.rand((T, d), gen, dtype, dev)
     if task == "classification":
         C = positive_int("classes", classes)
         labels = torch.randint(C, (T,), generator=gen, device=gen.device).to(dev)
         return MemorizationTask(contexts, queries, labels, classes=C)
     d_out = positive_int("out_dim", out_dim)
-    return MemorizationTask(contexts, queries, _uniform((T, d_out), gen, dtype, dev), classes=None)
+    return MemorizationTask(contexts, queries, _resolve.rand((T, d_out), gen, dtype, dev), classes=None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -261,10 +244,10 @@ def all_sequences(vocab: int, seq_len: int, *, device: torch.device | str | None
     N = positive_int("vocab", vocab)
     S = positive_int("seq_len", seq_len)
     count = _sequence_count(N, S)
-    return _digits(torch.arange(count, device=_device(device)), N, S)
+    return _digits(torch.arange(count, device=_resolve.device(device)), N, S)
 
 
-def random_lookup_table(vocab: int, seq_len: int, *, generator: torch.Generator,
+def random_lookup_table(vocab: int, seq_len: int, *, generator: torch.Generator | None = None,
                         device: torch.device | str | None = None) -> torch.Tensor:
     """A uniformly random look-up table g: [N]^S -> [N], t_{S+1} = g(t_{1:S}) (Dana et al., Assumption 1).
 
@@ -273,14 +256,14 @@ def random_lookup_table(vocab: int, seq_len: int, *, generator: torch.Generator,
     N = positive_int("vocab", vocab)
     S = positive_int("seq_len", seq_len)
     _sequence_count(N, S)
-    gen = _check_generator(generator, "draw the look-up table")
+    gen = _resolve.generator(generator)
     table = torch.randint(N, (N,) * S, generator=gen, device=gen.device)
-    return table.to(_device(device))
+    return table.to(_resolve.device(device))
 
 
-def _check_table(table: torch.Tensor, vocab: int, seq_len: int) -> torch.Tensor:
-    """Validate a look-up table: integer ids in [0, N), shape (N,)*S."""
-    _check_integer("table", table)
+def _check_table(table: object, vocab: int, seq_len: int) -> torch.Tensor:
+    """Validate a look-up table (array-likes converted): integer ids in [0, N), shape (N,)*S."""
+    table = _check_integer("table", table)
     check_shape("table", table, (vocab,) * seq_len, "(N,)*S")
     _check_range("table", table, vocab, "N")
     return table
@@ -294,19 +277,19 @@ def association_task(vocab: int, seq_len: int, *, count: int | None = None,
     ``table`` g: (N,)*S int64 (drawn with :func:`random_lookup_table` when None). ``count`` T0: how many
     distinct sequences, drawn uniformly without replacement and listed in lexicographic order; None
     means all N^S of them. Returns tokens (T0, S) int64 and targets (T0,) int64 with
-    targets[i] = g(tokens[i]). ``generator`` is needed when ``table`` or ``count`` is given randomly;
-    draw order: table, then the subset. ``device`` defaults to the table's, else pick_device().
+    targets[i] = g(tokens[i]). ``generator`` draws the table and the subset, in that order (None: a
+    fresh generator seeded with 0). ``device`` defaults to the table's, else pick_device().
     """
     N = positive_int("vocab", vocab)
     S = positive_int("seq_len", seq_len)
     total = _sequence_count(N, S)
+    gen = _resolve.generator(generator)
     if table is None:
-        dev = _device(device)
-        table = random_lookup_table(N, S, generator=_check_generator(generator, "draw the look-up table"),
-                                    device=dev)
+        dev = _resolve.device(device)
+        table = random_lookup_table(N, S, generator=gen, device=dev)
     else:
-        _check_table(table, N, S)
-        dev = table.device if device is None else _device(device)
+        table = _check_table(table, N, S)
+        dev = table.device if device is None else _resolve.device(device)
         table = table.to(device=dev, dtype=torch.int64)
     if count is None:
         tokens = all_sequences(N, S, device=dev)
@@ -314,7 +297,6 @@ def association_task(vocab: int, seq_len: int, *, count: int | None = None,
         T0 = positive_int("count", count)
         if T0 > total:
             raise ValueError(f"count must be at most N^S = {total} distinct sequences, got {T0}")
-        gen = _check_generator(generator, "draw the subset of sequences")
         index = torch.randperm(total, generator=gen, device=gen.device)[:T0].sort().values.to(dev)
         tokens = _digits(index, N, S)
     targets = table[tuple(tokens.T)]
@@ -367,7 +349,8 @@ def next_token_distribution(vocab: int, seq_len: int, *, entropy: float,
     Each row puts 1-eta on the token g(t_{1:S}) and eta/(N-1) on every other token, with eta from
     :func:`lookup_noise_for_entropy`; ``entropy`` = 0 is the association task (Dana et al., Assumption 1),
     0 < entropy has full support (their Assumption 2), log N is uniform. ``table`` g: (N,)*S (drawn
-    with ``generator`` when None). Returns probs: (N^S, N), rows in the order of :func:`all_sequences`.
+    with ``generator`` when None; ``generator=None`` means a fresh one seeded with 0). Returns probs:
+    (N^S, N), rows in the order of :func:`all_sequences`.
     ``dtype`` defaults to float64 (:func:`memcap.device.exact_dtype`); ``device`` to the table's.
     """
     N = positive_int("vocab", vocab)
@@ -391,7 +374,7 @@ def entropy(probs: torch.Tensor) -> torch.Tensor:
 
     ``probs``: (rows, N), each row a probability vector. Returns (rows,).
     """
-    _check_probability_rows("probs", probs)
+    probs = _check_probability_rows("probs", probs)
     return -torch.special.xlogy(probs, probs).sum(dim=1)
 
 
@@ -402,10 +385,8 @@ def kl_divergence(p: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     (rows, N) model outputs. Computed with log_softmax, so large logits do not overflow; terms with
     p_j = 0 contribute 0. Returns (rows,).
     """
-    _check_probability_rows("p", p)
-    check_tensor("logits", logits)
-    if not logits.is_floating_point():
-        raise TypeError(f"logits must have a floating-point dtype, got {logits.dtype}")
+    p = _check_probability_rows("p", p)
+    logits = float_tensor("logits", logits, device=p.device)
     check_shape("logits", logits, tuple(p.shape), "(rows, N)")
     same_device_dtype(p=p, logits=logits)
     log_q = torch.log_softmax(logits, dim=1)

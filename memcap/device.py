@@ -12,6 +12,8 @@ import sys
 
 import torch
 
+__all__ = ["EXACT_DTYPE", "pick_device", "train_dtype", "exact_dtype", "describe", "report"]
+
 EXACT_DTYPE = torch.float64
 """dtype of the constructions: their claims are equalities, checked to ~1e-6."""
 

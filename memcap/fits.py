@@ -2,7 +2,8 @@
 
 Mahdavi et al. fit a line to accuracy against the number of heads on its non-saturated part and report
 R²; Dana et al. fit polynomials (quadratic in d_h, cubic models of the slope). One implementation here
-serves every chapter.
+serves every chapter. Inputs are 1-D sequences, NumPy arrays or tensors of finite real numbers; bool,
+complex, non-numeric and non-finite input is refused naming the argument.
 """
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from memcap._checks import finite_real
+
+__all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated"]
 
 
 @dataclass(frozen=True)
@@ -28,22 +33,37 @@ class PolyFit:
         return self.coef[1] if len(self.coef) > 1 else 0.0
 
 
-def _xy(x: Sequence[float], y: Sequence[float], at_least: int) -> tuple[np.ndarray, np.ndarray]:
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xa.ndim != 1 or ya.ndim != 1:
-        raise ValueError(f"x and y must be 1-D, got shapes {xa.shape} and {ya.shape}")
+def _points(name: str, values: Sequence[float]) -> np.ndarray:
+    """``values`` as a finite 1-D float array, else an error naming ``name``."""
+    if hasattr(values, "detach"):   # a torch tensor: its values, on the CPU
+        values = values.detach().cpu().numpy()
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a 1-D sequence of real numbers: {err}") from None
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    array = raw.astype(float)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {array[~np.isfinite(array)][0]}")
+    return array
+
+
+def _xy(x: Sequence[float], y: Sequence[float], at_least: int,
+        names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
+    xa, ya = _points(names[0], x), _points(names[1], y)
     if xa.shape != ya.shape:
-        raise ValueError(f"x and y must have the same length, got {xa.size} and {ya.size}")
-    if not (np.isfinite(xa).all() and np.isfinite(ya).all()):
-        raise ValueError("x and y must be finite (no NaN or inf)")
+        raise ValueError(f"{names[0]} and {names[1]} must have the same length, got {xa.size} and {ya.size}")
     if xa.size < at_least:
-        raise ValueError(f"need at least {at_least} points for this fit, got {xa.size}")
+        raise ValueError(f"{names[0]} and {names[1]} need at least {at_least} points for this fit, got {xa.size}")
     return xa, ya
 
 
 def r_squared(y: Sequence[float], y_hat: Sequence[float]) -> float:
     """Coefficient of determination 1 - SS_res / SS_tot (1.0 when y is constant and fitted exactly)."""
-    ya, yh = _xy(y, y_hat, 1)
+    ya, yh = _xy(y, y_hat, 1, ("y", "y_hat"))
     ss_res = float(((ya - yh) ** 2).sum())
     ss_tot = float(((ya - ya.mean()) ** 2).sum())
     rounding = 1e-20 * (1.0 + float((ya**2).sum()))  # sums of squares below this are rounding noise
@@ -75,6 +95,8 @@ def non_saturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = 0.
     everything, more heads cannot raise the accuracy and the curve flattens at 1.
     """
     xa, ya = _xy(x, y, 1)
+    ceiling = finite_real("ceiling", ceiling)
+    floor = None if floor is None else finite_real("floor", floor)
     order = np.argsort(xa)
     xa, ya = xa[order], ya[order]
     reached = np.nonzero(ya >= ceiling)[0]

@@ -14,8 +14,10 @@ assumptions on the training set :math:`\\{(E^{(t)}, e^{(t)}, y^{(t)})\\}_{t=1}^T
 
 Numerical rank needs a tolerance: every function here takes ``tol`` (an absolute threshold on singular
 values) and otherwise uses the NumPy rule ``max(shape) * eps(dtype) * sigma_max`` of each matrix tested.
-Vectors are rows: a set of :math:`m` vectors in :math:`\\mathbb{R}^d` is a ``(m, d)`` tensor. All work
-happens on the input's device, in the input's floating dtype (integer input is promoted to float64).
+Vectors are rows: a set of :math:`m` vectors in :math:`\\mathbb{R}^d` is a ``(m, d)`` tensor, NumPy array
+or nested list. All work happens on the input's device, in the input's floating dtype (integer input is
+promoted to float64); non-finite, empty, complex and half-precision input is refused naming the argument.
+Messages of the assumption checks start with the paper ("Mahdavi et al.'s Assumption 1 fails: ...").
 """
 from __future__ import annotations
 
@@ -26,16 +28,28 @@ from typing import Iterable
 
 import torch
 
-from memcap._checks import as_tensor, positive_int
+from memcap import _resolve
+from memcap._checks import positive_int, real_tensor
+
+__all__ = [
+    "DEFAULT_RTOL", "ASSUMPTION_SEED", "DEFAULT_MAX_SUBSETS",
+    "rank", "kruskal_rank", "randomized_kruskal_rank", "in_general_position",
+    "check_assumption_1", "check_assumption_2", "check_assumption_3",
+    "satisfies_assumption_1", "satisfies_assumption_2", "satisfies_assumption_3",
+]
+
+_MAHDAVI = "Mahdavi et al.'s"
+"""How the assumption checks name the paper whose assumptions they are (Dana et al. number theirs too)."""
 
 DEFAULT_RTOL: float | None = None
 """Default relative tolerance of :func:`rank`. ``None`` means NumPy's rule: singular values at most
 ``max(shape) * eps(dtype) * sigma_max`` count as zero, where ``eps`` is the machine epsilon of the
 matrix's dtype (2.2e-16 in float64, 1.2e-7 in float32)."""
 
-ASSUMPTION_SEED = 0
-"""Seed of the ``torch.Generator`` used by the randomized assumption checks when none is passed, so that
-the same data always gives the same verdict."""
+ASSUMPTION_SEED = _resolve.DEFAULT_SEED
+"""Seed of the ``torch.Generator`` used by the randomized checks when none is passed (``generator=None``
+means a fresh generator seeded with 0, as everywhere in memcap), so the same data always gives the same
+verdict."""
 
 DEFAULT_MAX_SUBSETS = 200_000
 """How many subsets an exact (enumerating) check may test before it refuses."""
@@ -49,11 +63,8 @@ _CHUNK_ELEMENTS = 1 << 22
 
 
 def _float_tensor(name: str, value: object) -> torch.Tensor:
-    """``value`` as a floating tensor on its own device (integer/bool input promoted to float64)."""
-    t = as_tensor(name, value)
-    if not (t.is_floating_point() or t.is_complex()):
-        t = t.to(torch.float64)
-    return t
+    """``value`` as a finite floating tensor on its own device (integer input promoted to float64)."""
+    return real_tensor(name, value)
 
 
 def _vectors(name: str, value: object) -> torch.Tensor:
@@ -122,10 +133,11 @@ def rank(matrix: object, *, tol: float | None = None, rtol: float | None = DEFAU
     if mat.dim() != 2:
         raise ValueError(f"matrix must be 2-D, got shape {tuple(mat.shape)}")
     tol = _tol(tol)
-    if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or rtol < 0):
-        raise ValueError(f"rtol must be a real number >= 0, got {rtol!r}")
+    if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, numbers.Real)
+                             or not math.isfinite(float(rtol)) or rtol < 0):
+        raise ValueError(f"rtol must be a finite real number >= 0, got {rtol!r}")
     if 0 in mat.shape:
-        return 0
+        raise ValueError(f"matrix must not be empty: shape {tuple(mat.shape)} has an axis of length 0")
     return int(_batched_rank(mat.unsqueeze(0), tol, rtol)[0])
 
 
@@ -138,11 +150,11 @@ def _screened_rank(sub: torch.Tensor, tol: float | None) -> torch.Tensor:
     (dependent or nearly so) go through the exact SVD.
     """
     b, k, d = sub.shape
-    s64 = sub.to(torch.float64) if not sub.is_complex() else sub.to(torch.complex128)
-    lam = torch.linalg.eigvalsh(s64 @ s64.mH)  # (B, k), ascending
+    s64 = sub.to(torch.float64)
+    lam = torch.linalg.eigvalsh(s64 @ s64.mT)  # (B, k), ascending
     top = lam[:, -1].clamp_min(0)  # sigma_max^2
     if tol is None:
-        threshold = max(k, d) * torch.finfo(sub.real.dtype if sub.is_complex() else sub.dtype).eps * top.sqrt()
+        threshold = max(k, d) * torch.finfo(sub.dtype).eps * top.sqrt()
     else:
         threshold = torch.full_like(top, tol)
     margin = 4 * k * d * torch.finfo(torch.float64).eps * top
@@ -189,8 +201,8 @@ def _random_subsets(m: int, k: int, count: int, generator: torch.Generator) -> t
     rows = max(1, _CHUNK_ELEMENTS // m)
     parts = []
     for start in range(0, count, rows):
-        keys = torch.rand(min(rows, count - start), m, generator=generator)  # (rows, m)
-        parts.append(keys.topk(k, dim=1).indices)  # k largest keys of a random order: a uniform k-subset
+        keys = torch.rand(min(rows, count - start), m, generator=generator, device=generator.device)  # (rows, m)
+        parts.append(keys.topk(k, dim=1).indices.cpu())  # k largest keys of a random order: a uniform k-subset
     return torch.cat(parts)
 
 
@@ -227,7 +239,7 @@ def kruskal_rank(vectors: object, *, tol: float | None = None, max_subsets: int 
 
 
 def randomized_kruskal_rank(vectors: object, *, candidates: Iterable[int], subsets: int = 5000,
-                            threshold: float = 0.99, generator: torch.Generator,
+                            threshold: float = 0.99, generator: torch.Generator | None = None,
                             tol: float | None = None) -> dict[str, object]:
     """Randomized Kruskal-rank test of Mahdavi et al. (Sec. 5.1, Fig. 1, Table 1).
 
@@ -238,14 +250,13 @@ def randomized_kruskal_rank(vectors: object, *, candidates: Iterable[int], subse
     exact Kruskal rank; its verdict is the paper's, not Definition 1's.
 
     Returns a dict with ``estimate`` (int), ``candidates`` and ``fractions`` (lists, in the given order),
-    ``subsets`` and ``threshold``.
+    ``subsets`` and ``threshold``. ``generator=None`` means a fresh generator seeded with 0.
     """
     v = _vectors("vectors", vectors)
     tol = _tol(tol)
     subsets = positive_int("subsets", subsets)
     threshold = _fraction("threshold", threshold)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = _resolve.generator(generator)
     m, d = v.shape
     ks = [positive_int("candidates", k) for k in candidates]
     if not ks:
@@ -308,9 +319,8 @@ def _kruskal_at_least_failure(vectors: torch.Tensor, n: int, *, assumption: int,
     threshold = _fraction("threshold", threshold)
     if method not in (None, "exact", "randomized"):
         raise ValueError(f"method must be 'exact', 'randomized' or None (automatic), got {method!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    prefix = f"Assumption {assumption} fails"
+    gen = _resolve.generator(generator)
+    prefix = f"{_MAHDAVI} Assumption {assumption} fails"
     if t_count < n:
         return (f"{prefix}: there are only T = {t_count} {what}, so their Kruskal rank is at most "
                 f"{t_count} < n = {n}")
@@ -332,7 +342,6 @@ def _kruskal_at_least_failure(vectors: torch.Tensor, n: int, *, assumption: int,
         subset, r = found
         return (f"{prefix}: {what} {list(subset)} are linearly dependent (rank {r} < n = {n}), "
                 f"so the Kruskal rank of the {what} is < n = {n}")
-    gen = generator if generator is not None else torch.Generator().manual_seed(ASSUMPTION_SEED)
     index = _random_subsets(t_count, n, subsets, gen)  # (subsets, n)
     ranks = _subset_ranks(vectors, index, tol)
     fraction = float((ranks == n).double().mean())
@@ -362,7 +371,7 @@ def _assumption_2_failure(contexts: object, tol: float | None) -> str | None:
     t = int(bad[0, 0])
     which = "the shared context" if shared else f"context {t}"
     hint = f" (n > d = {d})" if n > d else ""
-    return f"Assumption 2 fails: {which} has rank {int(ranks[t])} < n = {n}{hint}"
+    return f"{_MAHDAVI} Assumption 2 fails: {which} has rank {int(ranks[t])} < n = {n}{hint}"
 
 
 def _assumption_3_failure(contexts: object, queries: object, **kw: object) -> str | None:
@@ -407,7 +416,7 @@ def check_assumption_1(queries: object, context_size: int, *, tol: float | None 
 def check_assumption_2(contexts: object, *, tol: float | None = None) -> None:
     """Raise ``ValueError`` unless every context ``(T, n, d)`` (or the shared context ``(n, d)``) has
     rank :math:`n` (Mahdavi et al., Assumption 2); this needs :math:`n \\le d`. The message names the
-    first failing context, e.g. ``"Assumption 2 fails: context 7 has rank 5 < n = 6"``.
+    first failing context, e.g. ``"Mahdavi et al.'s Assumption 2 fails: context 7 has rank 5 < n = 6"``.
     """
     failure = _assumption_2_failure(contexts, tol)
     if failure is not None:

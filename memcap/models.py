@@ -27,6 +27,14 @@ Proposition 2 and Section 5.2). A shared context is never copied T times.
 
 Every function runs batched over all examples with ``torch.einsum``, on whatever device and dtype
 its inputs live on (CUDA, MPS or CPU; one code path).
+
+This module is the plain, readable definition of each model, one example set at a time. The training
+engine (:mod:`memcap.train`) runs many models at once with its own stacked forwards
+(``memcap.train.forward``), written for speed; ``tests/test_train.py`` checks them against the
+functions here, so these stay the reference.
+
+Inputs follow the rules of ``memcap._checks``: tensors, NumPy arrays or nested lists (array-likes
+take the weights' device and dtype), finite values, float32 or float64, no empty axes.
 """
 from __future__ import annotations
 
@@ -34,8 +42,17 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from memcap._checks import check_shape, check_tensor, positive_int, same_device_dtype
-from memcap.device import pick_device
+from memcap import _resolve
+from memcap._checks import (check_bool, check_shape, check_tensor, float_input, id_tensor, positive_int,
+                            same_device_dtype)
+
+__all__ = [
+    "mha_parameter_names", "aot_parameter_names",
+    "MHAParams", "init_mha", "mha_scores", "mha_attention", "mha_features_from_attention", "mha_features",
+    "mha_forward", "mha_param_count",
+    "AoTParams", "init_aot", "aot_embed", "aot_attention", "aot_head_inputs", "aot_sequence_embedding",
+    "aot_forward", "aot_param_count",
+]
 
 mha_parameter_names: tuple[str, ...] = ("W_K", "W_Q", "W_V", "W_O", "W_D")
 """Names of the MHA weight tensors, in the order of :meth:`MHAParams.parameters` and of the fields."""
@@ -50,28 +67,22 @@ aot_parameter_names: tuple[str, ...] = (
 # shared helpers
 # ---------------------------------------------------------------------------------------------------
 
-def _check_floating(name: str, tensor: torch.Tensor) -> torch.Tensor:
-    """Raise ``TypeError`` unless ``tensor`` is a floating-point tensor."""
-    check_tensor(name, tensor)
-    if not tensor.is_floating_point():
-        raise TypeError(f"{name} must have a floating-point dtype, got {tensor.dtype}")
-    return tensor
+def _check_floating(name: str, tensor: object) -> torch.Tensor:
+    """Raise unless ``tensor`` is a finite float32/float64 tensor (``TypeError`` / ``ValueError`` naming it)."""
+    return float_input(name, check_tensor(name, tensor))
+
+
+def _input(name: str, value: object, like: torch.Tensor | None = None) -> torch.Tensor:
+    """A float input: a tensor is validated as is; an array-like takes the device and dtype of ``like``
+    (the call's weights), or becomes a CPU tensor of its own dtype when there is none."""
+    return float_input(name, value, like)
 
 
 def _check_params_tensors(names: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> None:
-    """All weights are floating tensors on one device with one dtype."""
+    """All weights are finite floating tensors on one device with one dtype."""
     for name, t in zip(names, tensors):
         _check_floating(name, t)
     same_device_dtype(**dict(zip(names, tensors)))
-
-
-def _generator_or_default(generator: torch.Generator | None) -> torch.Generator:
-    """The explicit generator, or a fresh one seeded with 0 (deterministic, no global RNG state)."""
-    if generator is None:
-        return torch.Generator().manual_seed(0)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    return generator
 
 
 def _gaussian(shape: tuple[int, ...], fan_in: int, generator: torch.Generator,
@@ -85,14 +96,10 @@ def _gaussian(shape: tuple[int, ...], fan_in: int, generator: torch.Generator,
     return (draw / fan_in ** 0.5).to(device=device, dtype=dtype)
 
 
-def _resolve_dtype_device(dtype: torch.dtype | None,
-                          device: torch.device | str | None) -> tuple[torch.dtype, torch.device]:
+def _dtype_device(dtype: torch.dtype | None,
+                  device: torch.device | str | None) -> tuple[torch.dtype, torch.device]:
     """``dtype`` defaults to torch's default float dtype, ``device`` to :func:`memcap.device.pick_device`."""
-    if dtype is None:
-        dtype = torch.get_default_dtype()
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype, pick_device(None if device is None else str(device))
+    return _resolve.float_dtype(dtype, torch.get_default_dtype()), _resolve.device(device)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -117,8 +124,7 @@ class MHAParams:
     skip: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.skip, bool):
-            raise TypeError(f"skip must be a bool, got {type(self.skip).__name__}")
+        check_bool("skip", self.skip)
         _check_params_tensors(mha_parameter_names, self.parameters())
         if self.W_K.ndim != 3:
             raise ValueError(f"W_K must have shape (H, d, d_h), got {tuple(self.W_K.shape)}")
@@ -126,12 +132,12 @@ class MHAParams:
         if min(H, d, d_h) == 0:
             raise ValueError(f"W_K must have positive sizes (H, d, d_h), got {tuple(self.W_K.shape)}")
         check_shape("W_Q", self.W_Q, (H, d, d_h), "(H, d, d_h)")
-        check_shape("W_V", self.W_V, (H, d, None), "(H, d, d_v)")
+        check_shape("W_V", self.W_V, (H, d, None), "(H, d, d_v)", allow_empty=True)
         d_v = self.W_V.shape[2]
         if d_v == 0:
             raise ValueError("W_V must have a positive value dimension d_v, got 0")
         check_shape("W_O", self.W_O, (H * d_v, d), "(H*d_v, d)")
-        check_shape("W_D", self.W_D, (d, None), "(d, d_out)")
+        check_shape("W_D", self.W_D, (d, None), "(d, d_out)", allow_empty=True)
         if self.W_D.shape[1] == 0:
             raise ValueError("W_D must have a positive output dimension d_out, got 0")
 
@@ -194,8 +200,8 @@ def init_mha(heads: int, dim: int, head_dim: int, value_dim: int, out_dim: int, 
     d_h = positive_int("head_dim", head_dim)
     d_v = positive_int("value_dim", value_dim)
     d_out = positive_int("out_dim", out_dim)
-    gen = _generator_or_default(generator)
-    dtype, dev = _resolve_dtype_device(dtype, device)
+    gen = _resolve.generator(generator)
+    dtype, dev = _dtype_device(dtype, device)
     return MHAParams(
         W_K=_gaussian((H, d, d_h), d, gen, dtype, dev),
         W_Q=_gaussian((H, d, d_h), d, gen, dtype, dev),
@@ -210,9 +216,9 @@ def _check_contexts(contexts: torch.Tensor, T: int, d: int) -> bool:
     """Validate ``contexts`` as ``(T, n, d)`` or shared ``(n, d)``; return True when shared."""
     _check_floating("contexts", contexts)
     if contexts.ndim == 2:
-        check_shape("contexts", contexts, (None, d), "shared (n, d)")
+        check_shape("contexts", contexts, (None, d), "shared (n, d)", allow_empty=True)
     elif contexts.ndim == 3:
-        check_shape("contexts", contexts, (T, None, d), "(T, n, d)")
+        check_shape("contexts", contexts, (T, None, d), "(T, n, d)", allow_empty=True)
     else:
         raise ValueError(f"contexts must have shape (T, n, d) = ({T}, *, {d}) or shared (n, d) = (*, {d}), "
                          f"got {tuple(contexts.shape)}")
@@ -221,19 +227,22 @@ def _check_contexts(contexts: torch.Tensor, T: int, d: int) -> bool:
     return contexts.ndim == 2
 
 
-def _check_mha_inputs(W_K: torch.Tensor, W_Q: torch.Tensor, contexts: torch.Tensor,
-                      queries: torch.Tensor) -> bool:
-    """Validate key/query weights, contexts and queries together; return True for a shared context."""
-    _check_floating("W_K", W_K)
+def _check_mha_inputs(W_K: object, W_Q: object, contexts: object, queries: object
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+    """Validate key/query weights, contexts and queries together (array-likes converted to W_K's device
+    and dtype); return them as tensors and whether the context is shared."""
+    W_K = _input("W_K", W_K)
     if W_K.ndim != 3 or min(W_K.shape) == 0:
         raise ValueError(f"W_K must have shape (H, d, d_h) with positive sizes, got {tuple(W_K.shape)}")
     H, d, d_h = W_K.shape
+    W_Q = _input("W_Q", W_Q, W_K)
     check_shape("W_Q", W_Q, (H, d, d_h), "(H, d, d_h)")
-    _check_floating("queries", queries)
+    queries = _input("queries", queries, W_K)
     check_shape("queries", queries, (None, d), "(T, d)")
+    contexts = _input("contexts", contexts, W_K)
     shared = _check_contexts(contexts, queries.shape[0], d)
     same_device_dtype(contexts=contexts, queries=queries, W_K=W_K, W_Q=W_Q)
-    return shared
+    return W_K, W_Q, contexts, queries, shared
 
 
 def _scores(W_K: torch.Tensor, W_Q: torch.Tensor, contexts: torch.Tensor, queries: torch.Tensor,
@@ -261,7 +270,7 @@ def mha_scores(W_K: torch.Tensor, W_Q: torch.Tensor, contexts: torch.Tensor,
     ``W_K``, ``W_Q``: (H, d, d_h); ``contexts`` E: (T, n, d) or shared (n, d); ``queries`` e: (T, d).
     Returns alpha: (T, H, n).
     """
-    shared = _check_mha_inputs(W_K, W_Q, contexts, queries)
+    W_K, W_Q, contexts, queries, shared = _check_mha_inputs(W_K, W_Q, contexts, queries)
     return _scores(W_K, W_Q, contexts, queries, shared)
 
 
@@ -274,13 +283,15 @@ def mha_attention(W_K: torch.Tensor, W_Q: torch.Tensor, contexts: torch.Tensor,
     return torch.softmax(mha_scores(W_K, W_Q, contexts, queries), dim=-1)
 
 
-def _check_attention_input(theta: torch.Tensor, contexts: torch.Tensor) -> bool:
-    """Validate prescribed attention ``theta`` (T, H, n) against ``contexts``; return True when shared."""
-    _check_floating("theta", theta)
+def _check_attention_input(theta: object, contexts: object) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """Validate prescribed attention ``theta`` (T, H, n) against ``contexts``; return both as tensors
+    (array-likes converted to theta's device and dtype) and whether the context is shared."""
+    theta = _input("theta", theta)
     if theta.ndim != 3:
         raise ValueError(f"theta must have shape (T, H, n), got {tuple(theta.shape)}")
+    check_shape("theta", theta, (None, None, None), "(T, H, n)")
     T, _, n = theta.shape
-    _check_floating("contexts", contexts)
+    contexts = _input("contexts", contexts, theta)
     if contexts.ndim not in (2, 3):
         raise ValueError(f"contexts must have shape (T, n, d) = ({T}, {n}, *) or shared (n, d) = ({n}, *), "
                          f"got {tuple(contexts.shape)}")
@@ -289,10 +300,8 @@ def _check_attention_input(theta: torch.Tensor, contexts: torch.Tensor) -> bool:
         check_shape("contexts", contexts, (n, None), "shared (n, d)")
     else:
         check_shape("contexts", contexts, (T, n, None), "(T, n, d)")
-    if n == 0:
-        raise ValueError("contexts must hold at least one token (n >= 1), got n = 0")
     same_device_dtype(theta=theta, contexts=contexts)
-    return shared
+    return theta, contexts, shared
 
 
 def mha_features_from_attention(theta: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
@@ -302,7 +311,7 @@ def mha_features_from_attention(theta: torch.Tensor, contexts: torch.Tensor) -> 
     (T, H*d), head-major (columns ``h*d:(h+1)*d`` hold z_h). ``theta`` is not required to lie on the
     simplex, so that the map of Eq. (3) can also be evaluated at limits of softmax outputs.
     """
-    shared = _check_attention_input(theta, contexts)
+    theta, contexts, shared = _check_attention_input(theta, contexts)
     T, H, _ = theta.shape
     z = _head_features(theta, contexts, shared)   # (T, H, d)
     return z.reshape(T, H * contexts.shape[-1])   # (T, H*d), head-major
@@ -315,7 +324,7 @@ def mha_features(W_K: torch.Tensor, W_Q: torch.Tensor, contexts: torch.Tensor,
     Shapes as in :func:`mha_scores`; returns Z: (T, H*d), head-major. Each z_h is a convex
     combination of the rows of that example's context.
     """
-    shared = _check_mha_inputs(W_K, W_Q, contexts, queries)
+    W_K, W_Q, contexts, queries, shared = _check_mha_inputs(W_K, W_Q, contexts, queries)
     theta = torch.softmax(_scores(W_K, W_Q, contexts, queries, shared), dim=-1)   # (T, H, n)
     z = _head_features(theta, contexts, shared)                                    # (T, H, d)
     return z.reshape(queries.shape[0], W_K.shape[0] * W_K.shape[1])                # (T, H*d)
@@ -328,7 +337,7 @@ def mha_forward(params: MHAParams, contexts: torch.Tensor, queries: torch.Tensor
     """
     if not isinstance(params, MHAParams):
         raise TypeError(f"params must be MHAParams, got {type(params).__name__}")
-    shared = _check_mha_inputs(params.W_K, params.W_Q, contexts, queries)
+    _, _, contexts, queries, shared = _check_mha_inputs(params.W_K, params.W_Q, contexts, queries)
     T = queries.shape[0]
     theta = torch.softmax(_scores(params.W_K, params.W_Q, contexts, queries, shared), dim=-1)  # (T, H, n)
     z = _head_features(theta, contexts, shared)                   # (T, H, d)
@@ -379,7 +388,7 @@ class AoTParams:
             raise ValueError(f"token_embedding must have shape (N, d) with positive sizes, "
                              f"got {tuple(self.token_embedding.shape)}")
         N, d = self.token_embedding.shape
-        check_shape("positional_embedding", self.positional_embedding, (None, d), "(S, d)")
+        check_shape("positional_embedding", self.positional_embedding, (None, d), "(S, d)", allow_empty=True)
         if self.positional_embedding.shape[0] == 0:
             raise ValueError("positional_embedding must have a positive sequence length S, got 0")
         if self.W_Q.ndim != 3 or min(self.W_Q.shape) == 0:
@@ -450,8 +459,8 @@ def init_aot(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int, *,
     d = positive_int("dim", dim)
     H = positive_int("heads", heads)
     d_h = positive_int("head_dim", head_dim)
-    gen = _generator_or_default(generator)
-    dtype, dev = _resolve_dtype_device(dtype, device)
+    gen = _resolve.generator(generator)
+    dtype, dev = _dtype_device(dtype, device)
     return AoTParams(
         token_embedding=_gaussian((N, d), 1, gen, dtype, dev),
         positional_embedding=_gaussian((S, d), 1, gen, dtype, dev),
@@ -463,21 +472,20 @@ def init_aot(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int, *,
     )
 
 
-def _check_aot_inputs(params: AoTParams, tokens: torch.Tensor) -> None:
-    """Validate ``params`` and ``tokens`` (B, S): integer ids in [0, N) on the weights' device."""
+def _check_aot_inputs(params: AoTParams, tokens: object) -> torch.Tensor:
+    """Validate ``params`` and ``tokens`` (B, S): integer ids in [0, N) on the weights' device (an
+    array-like is placed there); return the tokens as a tensor."""
     if not isinstance(params, AoTParams):
         raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
-    check_tensor("tokens", tokens)
-    if tokens.dtype == torch.bool or tokens.is_floating_point() or tokens.is_complex():
-        raise TypeError(f"tokens must have an integer dtype (token ids), got {tokens.dtype}")
-    check_shape("tokens", tokens, (None, params.seq_len), "(B, S)")
-    if tokens.device != params.device:
+    if isinstance(tokens, torch.Tensor) and tokens.device != params.device:
         raise ValueError(f"tokens is on {tokens.device} but params are on {params.device}")
-    if tokens.numel() > 0:
-        low, high = int(tokens.min()), int(tokens.max())
-        if low < 0 or high >= params.vocab:
-            bad = low if low < 0 else high
-            raise ValueError(f"tokens must be ids in [0, N) = [0, {params.vocab}), got {bad}")
+    tokens = id_tensor("tokens", tokens, device=params.device)
+    check_shape("tokens", tokens, (None, params.seq_len), "(B, S)")
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= params.vocab:
+        bad = low if low < 0 else high
+        raise ValueError(f"tokens must be ids in [0, N) = [0, {params.vocab}), got {bad}")
+    return tokens
 
 
 def _embed(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
@@ -505,7 +513,7 @@ def aot_embed(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
 
     ``tokens``: (B, S) integer ids in [0, N). Returns X: (B, S, d).
     """
-    _check_aot_inputs(params, tokens)
+    tokens = _check_aot_inputs(params, tokens)
     return _embed(params, tokens)
 
 
@@ -514,7 +522,7 @@ def aot_attention(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
 
     ``tokens``: (B, S) integer ids. Returns a: (B, H, S), rows on the probability simplex.
     """
-    _check_aot_inputs(params, tokens)
+    tokens = _check_aot_inputs(params, tokens)
     return _attention(params, _embed(params, tokens))
 
 
@@ -523,7 +531,7 @@ def aot_head_inputs(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
 
     ``tokens``: (B, S) integer ids. Returns A: (B, H, d).
     """
-    _check_aot_inputs(params, tokens)
+    tokens = _check_aot_inputs(params, tokens)
     x = _embed(params, tokens)
     return torch.einsum("bhs,bsd->bhd", _attention(params, x), x)
 
@@ -533,7 +541,7 @@ def aot_sequence_embedding(params: AoTParams, tokens: torch.Tensor) -> torch.Ten
 
     The AoT is the sequence encoder t_{1:S} -> W_U E(t_{1:S}). ``tokens``: (B, S). Returns (B, d).
     """
-    _check_aot_inputs(params, tokens)
+    tokens = _check_aot_inputs(params, tokens)
     return _sequence_embedding(params, _embed(params, tokens))
 
 
@@ -542,7 +550,7 @@ def aot_forward(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
 
     ``tokens``: (B, S) integer ids in [0, N). Returns logits: (B, N).
     """
-    _check_aot_inputs(params, tokens)
+    tokens = _check_aot_inputs(params, tokens)
     return _sequence_embedding(params, _embed(params, tokens)) @ params.W_U.T   # (B, d) @ (d, N)
 
 

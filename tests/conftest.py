@@ -20,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
 
 
+def pytest_configure(config) -> None:
+    """Register the ``gpu`` marker here (pyproject.toml belongs to the build setup)."""
+    config.addinivalue_line("markers", "gpu: runs memcap on a second device (CUDA or MPS); skipped, with the "
+                                       "reason, where there is none. `pytest -m gpu` runs only these.")
+
+
 @pytest.fixture
 def one_thread():
     """Run a test with one torch intra-op thread (tiny models run fastest so, and spin-waiting threads

@@ -42,3 +42,46 @@ def test_as_tensor_and_same_device_dtype():
     a, b = torch.zeros(2, dtype=torch.float32), torch.zeros(2, dtype=torch.float64)
     with pytest.raises(ValueError, match="b has dtype torch.float64 but a has dtype torch.float32"):
         _checks.same_device_dtype(a=a, b=b)
+
+
+def test_real_tensor_converts_array_likes_once_and_refuses_bad_input():
+    t = _checks.real_tensor("x", [[1, 2], [3, 4]])
+    assert t.dtype == torch.float64 and t.tolist() == [[1.0, 2.0], [3.0, 4.0]]   # integers: exact in float64
+    assert _checks.real_tensor("x", np.ones(2, dtype=np.float32)).dtype == torch.float32
+    with pytest.raises(TypeError, match=r"x must be a tensor \(a torch.Tensor, a NumPy array"):
+        _checks.real_tensor("x", {"a": 1})
+    with pytest.raises(TypeError, match="x must be a tensor, array or \\(rectangular\\) nested list"):
+        _checks.real_tensor("x", [[1.0], [1.0, 2.0]])
+    with pytest.raises(TypeError, match="x must hold real numbers, got dtype torch.complex64"):
+        _checks.real_tensor("x", torch.ones(2, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="x has dtype torch.float16: memcap computes in float32 or float64"):
+        _checks.real_tensor("x", np.ones(2, dtype=np.float16))
+    with pytest.raises(ValueError, match=r"x must be finite \(no NaN or inf\): it holds -inf at index \(1,\)"):
+        _checks.real_tensor("x", [0.0, -float("inf")])
+    with pytest.raises(ValueError, match="x is on cpu but the other inputs are on meta"):
+        _checks.real_tensor("x", torch.ones(2), device="meta")
+
+
+def test_id_tensor_and_float_input():
+    assert _checks.id_tensor("tokens", [[0, 1]]).dtype == torch.int64
+    with pytest.raises(TypeError, match="tokens must have an integer dtype"):
+        _checks.id_tensor("tokens", torch.zeros(2))
+    like = torch.zeros(1, dtype=torch.float32)
+    assert _checks.float_input("q", [[1, 2]], like).dtype == torch.float32   # an array takes like's dtype
+    with pytest.raises(TypeError, match="q must have a floating-point dtype"):
+        _checks.float_input("q", torch.ones(2, dtype=torch.int64))
+
+
+def test_check_shape_refuses_empty_axes_unless_allowed():
+    with pytest.raises(ValueError, match=r"T must not be empty: shape \(T, d\) = \(0, 3\) has an axis of length 0"):
+        _checks.check_shape("T", torch.zeros(0, 3), (None, 3), "(T, d)")
+    assert _checks.check_shape("W", torch.zeros(2, 0), (2, None), allow_empty=True).shape == (2, 0)
+
+
+def test_finite_reals():
+    assert _checks.finite_real("c", -2) == -2.0
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="c must be a finite real number"):
+            _checks.finite_real("c", bad)
+    with pytest.raises(ValueError, match="tol must be a finite real number >= 0"):
+        _checks.nonnegative_real("tol", -1e-3)

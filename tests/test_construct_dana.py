@@ -294,3 +294,33 @@ def test_theorem_2_refusals():
         D.lookup_sequence_encoder(torch.full((4, 4), 0.25, dtype=F64), torch.arange(4), 2 * W)
     with pytest.raises(ValueError, match="C < 1/2"):
         bounds.thm2_kl_term_with_constant(4, 0.6, 0.1, 0.5, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the library's rules: determinism, device, generator
+
+
+def test_corollary_1_is_bit_identical_whatever_the_thread_count():
+    """The construction runs on one CPU thread: with 1 and 2 threads the weights used to differ (2e-11 here,
+    12 for H = 150 heads); now repeated calls agree bit for bit."""
+    tokens, targets = association_task(10, 2, count=60, generator=gen(0), device="cpu")
+    before, runs = torch.get_num_threads(), []
+    try:
+        for threads in (2, 2, 1):
+            torch.set_num_threads(threads)
+            runs.append(D.corollary1_aot(tokens, targets, 10, heads=29, head_dim=2, generator=gen(3)).params)
+    finally:
+        torch.set_num_threads(before)
+    for other in runs[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(runs[0].parameters(), other.parameters()))
+
+
+def test_constructions_take_array_likes_and_default_generator():
+    tokens, targets = association_task(5, 2, count=8, generator=gen(1), device="cpu")
+    from_lists = D.corollary1_aot(tokens.tolist(), targets.numpy(), 5, heads=3, head_dim=2)
+    seeded = D.corollary1_aot(tokens, targets, 5, heads=3, head_dim=2, generator=gen(0))
+    assert all(torch.equal(a, b) for a, b in zip(from_lists.params.parameters(), seeded.params.parameters()))
+    params = D.lemma2_params(5, 2, 3, 2, 2, device="cpu")
+    assert params.device == torch.device("cpu") and params.dtype == F64
+    with pytest.raises(ValueError, match="Dana et al.'s Assumption 2 fails"):
+        D.check_full_support([[1.0, 0.0], [0.5, 0.5]])

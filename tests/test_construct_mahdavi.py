@@ -228,11 +228,21 @@ def test_remark1_low_kruskal_rank_queries():
     e = torch.rand(T, 3, generator=g, dtype=F64) @ basis
     E = torch.rand(T, n, d, generator=g, dtype=F64)
     assert M.remark1_capacity(e, context_size=n, heads=H, head_dim=5) == T == 7
-    with pytest.raises(ValueError, match="Assumption 1 fails"):
+    # the refusal names the paper's assumption and says what to do: Remark 1's query_kruskal_rank
+    with pytest.raises(ValueError, match=r"Mahdavi et al.'s Assumption 1 fails: .*Remark 1 .* "
+                                         r"memcap.linalg.kruskal_rank\(queries\) and pass query_kruskal_rank=Q, "
+                                         r"or pass query_kruskal_rank='auto'"):
         M.memorize(E, e, torch.ones(T, dtype=F64), heads=H, head_dim=5)
     y = _labels(T, 1, g)
+    state = g.get_state()
     params = M.memorize(E, e, y, heads=H, head_dim=5, query_kruskal_rank=3, generator=g)
     assert float((mha_forward(params, E, e)[:, 0] - y).abs().max()) <= 1e-6
+    # 'auto' computes Q = 3 itself: the same construction, the same certificate
+    auto = M.theorem1_construction(E, e, y, heads=H, head_dim=5, query_kruskal_rank="auto",
+                                   generator=torch.Generator().set_state(state))
+    assert auto.capacity == T and all(torch.equal(a, b) for a, b in zip(auto.params.parameters(), params.parameters()))
+    with pytest.raises(ValueError, match="query_kruskal_rank must be a positive integer Q < n, 'auto' or None"):
+        M.memorize(E, e, y, heads=H, head_dim=5, query_kruskal_rank="guess")
     with pytest.raises(ValueError, match=r"T=8 exceeds the capacity H\(min\(Q,d_h\)-1\)\+1"):
         M.memorize(E[:1].expand(8, n, d), torch.cat([e, e[:1] + e[1:2]]), torch.ones(8, dtype=F64), heads=H,
                    head_dim=5, query_kruskal_rank=3)
@@ -278,10 +288,41 @@ def test_error_shapes_and_types():
         M.memorize(E, e, torch.ones(4, dtype=F64), heads=2, head_dim=3, skip=1)
     with pytest.raises(ValueError, match="d_v >= d_out"):
         M.memorize(E, e, torch.ones(4, 2, dtype=F64), heads=2, head_dim=3, value_dim=1)
-    with pytest.raises(TypeError, match="queries must be a torch.Tensor"):
-        M.memorize(E, e.tolist(), torch.ones(4, dtype=F64), heads=2, head_dim=3)
+    # array-likes are converted at the boundary: the same weights as from tensors
+    from_lists = M.memorize(E.numpy(), e.tolist(), [1.0] * 4, heads=2, head_dim=3)
+    from_tensors = M.memorize(E, e, torch.ones(4, dtype=F64), heads=2, head_dim=3)
+    assert all(torch.equal(a, b) for a, b in zip(from_lists.parameters(), from_tensors.parameters()))
+    with pytest.raises(TypeError, match="queries must be a tensor"):
+        M.memorize(E, "queries", torch.ones(4, dtype=F64), heads=2, head_dim=3)
     with pytest.raises(ValueError, match="vanish_on holds index 9"):
         M.rank_one_separator(E, e, [9])
+
+
+def test_auto_kruskal_rank_is_theorem_1_when_assumption_1_holds():
+    E, e, g = _data(7, 3, 6, shared=True)
+    y = _labels(7, 1, g)
+    auto = M.theorem1_construction(E, e, y, heads=3, head_dim=3, query_kruskal_rank="auto")
+    plain = M.theorem1_construction(E, e, y, heads=3, head_dim=3)
+    assert auto.capacity == plain.capacity == 7
+    assert all(torch.equal(a, b) for a, b in zip(auto.params.parameters(), plain.params.parameters()))
+
+
+def test_identical_calls_give_bit_identical_weights_whatever_the_thread_count():
+    """Repeated calls used to differ at 1e-15 relative (MKL's lstsq depends on memory alignment); the
+    construction now uses QR and triangular solves on one CPU thread."""
+    E, e, g = _data(31, 6, 12, shared=False)
+    y = _labels(31, 1, g)
+    before = torch.get_num_threads()
+    runs = []
+    try:
+        for threads in (2, 2, 1):
+            torch.set_num_threads(threads)
+            runs.append(M.memorize(E, e, y, heads=6, head_dim=6, generator=torch.Generator().manual_seed(1)))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.get_num_threads() == before
+    for other in runs[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(runs[0].parameters(), other.parameters()))
 
 
 def test_readout_rejects_rank_deficient_features():

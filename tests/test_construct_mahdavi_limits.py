@@ -184,8 +184,8 @@ def test_lower_bound_errors():
         ml.relu_residual_lower_bound(x[:3], y[:3], 1)
     with pytest.raises(ValueError, match="hidden"):
         ml.fit_relu(x, y, 0, generator=gen(0))
-    with pytest.raises(TypeError, match="generator"):
-        ml.fit_relu(x, y, 1, generator=None)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator or None"):
+        ml.fit_relu(x, y, 1, generator=1)
     with pytest.raises(ValueError, match="W_2 must have shape"):
         ml.ReLUParams(torch.zeros(2, 3), torch.zeros(3), torch.zeros(2, 1), torch.zeros(1))
     with pytest.raises(ValueError, match="inputs must have shape"):

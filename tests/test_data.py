@@ -80,8 +80,9 @@ def test_mahdavi_task_errors():
         mahdavi_task(0, 2, 3, generator=_gen())
     with pytest.raises(ValueError, match="task must be 'classification' or 'regression', got 'ranking'"):
         mahdavi_task(2, 2, 3, task="ranking", generator=_gen())
-    with pytest.raises(ValueError, match="a torch.Generator is needed"):
-        mahdavi_task(2, 2, 3, generator=None)
+    # generator=None means a fresh generator seeded with 0, as everywhere in memcap
+    default = mahdavi_task(2, 2, 3, generator=None, device="cpu")
+    assert torch.equal(default.queries, mahdavi_task(2, 2, 3, generator=_gen(0), device="cpu").queries)
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         mahdavi_task(2, 2, 3, generator=3)
     with pytest.raises(TypeError, match="shared must be a bool"):
@@ -138,8 +139,7 @@ def test_random_lookup_table_shape_range_seed():
     assert 0 <= int(table.min()) and int(table.max()) < 6
     assert torch.equal(table, random_lookup_table(6, 2, generator=_gen(2), device="cpu"))
     assert not torch.equal(table, random_lookup_table(6, 2, generator=_gen(3), device="cpu"))
-    with pytest.raises(ValueError, match="a torch.Generator is needed to draw the look-up table"):
-        random_lookup_table(6, 2, generator=None)
+    assert torch.equal(random_lookup_table(6, 2, device="cpu"), random_lookup_table(6, 2, generator=_gen(0), device="cpu"))
 
 
 def test_association_task_all_and_subset():
@@ -163,10 +163,10 @@ def test_association_task_errors():
     table = random_lookup_table(4, 2, generator=_gen(0), device="cpu")
     with pytest.raises(ValueError, match=r"count must be at most N\^S = 16 distinct sequences, got 17"):
         association_task(4, 2, count=17, table=table, generator=_gen())
-    with pytest.raises(ValueError, match="a torch.Generator is needed to draw the subset of sequences"):
-        association_task(4, 2, count=3, table=table)
-    with pytest.raises(ValueError, match="a torch.Generator is needed to draw the look-up table"):
-        association_task(4, 2)
+    for got, want in zip(association_task(4, 2, count=3, table=table),
+                         association_task(4, 2, count=3, table=table, generator=_gen(0))):
+        assert torch.equal(got, want)   # generator=None: a fresh generator seeded with 0
+    assert torch.equal(association_task(4, 2, device="cpu")[1], association_task(4, 2, generator=_gen(0), device="cpu")[1])
     with pytest.raises(ValueError, match=r"table must have shape \(N,\)\*S = \(4, 4\), got \(4, 3\)"):
         association_task(4, 2, table=table[:, :3])
     with pytest.raises(ValueError, match=r"table must lie in \[0, N\) = \[0, 4\), got -4"):
@@ -215,8 +215,8 @@ def test_next_token_distribution_seed_and_errors():
         lookup_noise_for_entropy(4, -0.1)
     with pytest.raises(TypeError, match="entropy must be a real number"):
         lookup_noise_for_entropy(4, "1")
-    with pytest.raises(ValueError, match="a torch.Generator is needed to draw the look-up table"):
-        next_token_distribution(4, 2, entropy=0.5)
+    assert torch.equal(next_token_distribution(4, 2, entropy=0.5, device="cpu"),
+                       next_token_distribution(4, 2, entropy=0.5, generator=_gen(0), device="cpu"))
 
 
 def test_entropy_values_and_errors():
@@ -241,11 +241,12 @@ def test_kl_values_and_stability():
     torch.testing.assert_close(kl_divergence(p, logits), torch.tensor(expected, dtype=F64))
     # the target's own log-probabilities (up to a shift) give zero divergence
     torch.testing.assert_close(kl_divergence(p[:1], torch.log(p[:1]) + 7.0), torch.zeros(1, dtype=F64))
-    # huge logits: log_softmax keeps it finite; -inf logits on p = 0 entries contribute 0
+    # huge logits: log_softmax keeps it finite; non-finite logits are refused like every non-finite input
     big = kl_divergence(p, 1e4 * logits)
     assert bool(torch.isfinite(big).all())
     masked = torch.tensor([[0.0, -math.inf, -math.inf]], dtype=F64)
-    assert kl_divergence(p[1:], masked).item() == 0.0
+    with pytest.raises(ValueError, match=r"logits must be finite \(no NaN or inf\): it holds -inf at index \(0, 1\)"):
+        kl_divergence(p[1:], masked)
 
 
 def test_kl_errors():

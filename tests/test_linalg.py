@@ -1,6 +1,8 @@
 """Tests of memcap.linalg: ranks, Kruskal ranks (Mahdavi et al., Definitions 1-2), Assumptions 1-3."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -270,3 +272,28 @@ def test_nearly_dependent_subsets_follow_the_tolerance(dtype: torch.dtype) -> No
     assert out["fractions"][0] == pytest.approx(27 / 28, abs=0.015)  # 1 pair in C(8, 2) = 28 is dependent
     # the default max(shape) * eps * sigma_max (eps = 2e-16 or 1.2e-7) keeps the pair independent
     assert linalg.kruskal_rank(vecs) > 1
+
+
+def test_non_finite_and_half_precision_input_is_refused_not_answered() -> None:
+    """A matrix with an infinite entry used to have rank 0, and float16 leaked torch's NotImplementedError."""
+    bad = torch.eye(3, dtype=torch.float64)
+    bad[1, 2] = math.inf
+    with pytest.raises(ValueError, match=r"matrix must be finite \(no NaN or inf\): it holds inf at index \(1, 2\)"):
+        linalg.rank(bad)
+    with pytest.raises(ValueError, match="vectors must be finite"):
+        linalg.kruskal_rank(torch.full((3, 3), math.nan))
+    with pytest.raises(TypeError, match="matrix has dtype torch.float16: memcap computes in float32 or float64"):
+        linalg.rank(torch.eye(3).half())
+    with pytest.raises(ValueError, match="rtol must be a finite real number"):
+        linalg.rank(torch.eye(3), rtol=math.nan)
+    with pytest.raises(ValueError, match="matrix must not be empty"):
+        linalg.rank(torch.zeros(0, 3))
+
+
+def test_arrays_lists_and_tensors_give_the_same_answers() -> None:
+    v = torch.randn(6, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert linalg.kruskal_rank(v) == linalg.kruskal_rank(v.numpy()) == linalg.kruskal_rank(v.tolist()) == 4
+    a = linalg.randomized_kruskal_rank(v, candidates=[2, 3], subsets=50)   # generator=None: seeded with 0
+    b = linalg.randomized_kruskal_rank(v.numpy(), candidates=[2, 3], subsets=50,
+                                       generator=torch.Generator().manual_seed(0))
+    assert a == b

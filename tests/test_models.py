@@ -218,8 +218,17 @@ def test_mha_input_errors(mha, inputs):
         mha_scores(W_K.float(), W_Q.float(), contexts, queries)
     with pytest.raises(TypeError, match="contexts must have a floating-point dtype"):
         mha_scores(W_K, W_Q, contexts.long(), queries)
-    with pytest.raises(TypeError, match="queries must be a torch.Tensor"):
-        mha_scores(W_K, W_Q, contexts, queries.tolist())
+    # array-likes are converted once, to the weights' device and dtype; other objects are refused
+    assert torch.equal(mha_scores(W_K, W_Q, contexts, queries.tolist()), mha_scores(W_K, W_Q, contexts, queries))
+    assert torch.equal(mha_scores(W_K, W_Q, contexts.numpy(), queries), mha_scores(W_K, W_Q, contexts, queries))
+    with pytest.raises(TypeError, match=r"queries must be a tensor \(a torch.Tensor, a NumPy array or a nested list of numbers\), got str"):
+        mha_scores(W_K, W_Q, contexts, "abc")
+    with pytest.raises(ValueError, match=r"queries must be finite \(no NaN or inf\): it holds nan at index \(1, 2\)"):
+        bad = queries.clone()
+        bad[1, 2] = float("nan")
+        mha_scores(W_K, W_Q, contexts, bad)
+    with pytest.raises(TypeError, match="contexts has dtype torch.float16: memcap computes in float32 or float64"):
+        mha_scores(W_K, W_Q, contexts.half(), queries)
     with pytest.raises(TypeError, match="params must be MHAParams"):
         mha_forward((W_K, W_Q), contexts, queries)
     with pytest.raises(ValueError, match=r"queries must have shape \(T, d\)"):
@@ -387,8 +396,9 @@ def test_aot_token_errors(aot, tokens):
         aot_head_inputs(aot, tokens[0])
     with pytest.raises(TypeError, match="params must be AoTParams"):
         aot_forward(None, tokens)
-    with pytest.raises(TypeError, match="tokens must be a torch.Tensor"):
-        aot_sequence_embedding(aot, tokens.tolist())
+    assert torch.equal(aot_sequence_embedding(aot, tokens.tolist()), aot_sequence_embedding(aot, tokens))
+    with pytest.raises(TypeError, match="tokens must have an integer dtype"):
+        aot_sequence_embedding(aot, tokens.double())
 
 
 def test_aot_params_errors(aot):
@@ -415,8 +425,12 @@ def test_aot_params_errors(aot):
         AoTParams(e.long(), pos, W_Q, W_K, W_V, W_O, W_U)
 
 
-def test_empty_batches_keep_their_shapes(mha, aot):
+def test_empty_batches_are_refused_naming_the_argument(mha, aot):
+    """An empty batch is refused like every empty input (one rule for every public function)."""
     shared, no_queries = torch.rand(N_CTX, D, dtype=F64), torch.zeros(0, D, dtype=F64)
-    assert mha_forward(mha, shared, no_queries).shape == (0, D_OUT)
-    assert mha_features(mha.W_K, mha.W_Q, shared, no_queries).shape == (0, H * D)
-    assert aot_forward(aot, torch.zeros(0, SEQ, dtype=torch.int64)).shape == (0, VOCAB)
+    with pytest.raises(ValueError, match=r"queries must not be empty: shape \(T, d\) = \(0, 4\)"):
+        mha_forward(mha, shared, no_queries)
+    with pytest.raises(ValueError, match="queries must not be empty"):
+        mha_features(mha.W_K, mha.W_Q, shared, no_queries)
+    with pytest.raises(ValueError, match="tokens must not be empty"):
+        aot_forward(aot, torch.zeros(0, SEQ, dtype=torch.int64))

@@ -18,7 +18,12 @@ and refuses inputs that break the statement's hypotheses with an error naming th
 * Assumptions: :func:`association_targets` (Assumption 1), :func:`check_full_support` (Assumption 2).
 
 Conventions: token ids are 0-based; the unembedding W is stored as an (N, d) matrix whose row j is the
-paper's column W_j, so logits are ``E @ W.T``; sequences are rows ``tokens`` (T, S).
+paper's column W_j, so logits are ``E @ W.T``; sequences are rows ``tokens`` (T, S). Inputs follow
+``memcap._checks`` (tensors, NumPy arrays or nested lists; finite; no half precision); results live on
+the device of the tensor inputs (:func:`lemma2_params` and :func:`identity_hadamard_unembedding`, which
+have none, take ``device``, None: :func:`memcap.device.pick_device`); ``generator=None`` means a fresh
+generator seeded with 0; the constructions run their CPU work on one thread, so two identical calls give
+bit-identical weights.
 """
 from __future__ import annotations
 
@@ -28,50 +33,61 @@ from typing import Callable, Mapping
 
 import torch
 
-from memcap import bounds
-from memcap._checks import check_shape, check_tensor, positive_int, positive_real
+from memcap import _resolve, bounds
+from memcap._checks import (check_shape, check_tensor, finite_real, float_input, float_tensor, id_tensor, positive_int,
+                            positive_real, real_tensor)
 from memcap.data import entropy as row_entropy
 from memcap.data import kl_divergence
-from memcap.device import pick_device
+from memcap.device import exact_dtype
 from memcap.models import AoTParams, aot_forward, aot_head_inputs, init_aot
 
+__all__ = [
+    "DTYPE", "check_full_support", "association_targets", "SequenceEncoder", "expected_kl", "KLFit", "minimize_kl",
+    "best_sequence_encoder", "fit_aot", "exact_sequence_encoder", "circle_sequence_encoder", "lemma2_params",
+    "head_input_matrix", "skip_feature_matrix", "Theorem1AoT", "most_likely_sequences", "theorem1_aot",
+    "corollary1_aot", "gram_deviation", "identity_hadamard_unembedding", "lookup_sequence_encoder",
+]
+
 DTYPE = torch.float64
-"""All constructions run in float64: their claims are equalities checked to ~1e-8."""
+"""All constructions run in float64 (:func:`memcap.device.exact_dtype`; float32 only on Apple's MPS, which
+lacks float64): their claims are equalities checked to ~1e-8."""
+
+_DANA = "Dana et al.'s"
+"""How refusals name the paper whose assumptions failed (Mahdavi et al. number theirs too)."""
 
 
 # ---------------------------------------------------------------------------------------------------
 # argument checks
 
 
-def _probs(name: str, probs: object) -> torch.Tensor:
-    """A (T, N) float64 tensor of probability rows (validated by :func:`memcap.data.entropy`)."""
-    check_tensor(name, probs)
-    if not probs.is_floating_point():
-        raise TypeError(f"{name} must have a floating-point dtype, got {probs.dtype}")
+def _probs(name: str, probs: object, device: torch.device | None = None) -> torch.Tensor:
+    """A (T, N) exact-dtype tensor of probability rows (validated by :func:`memcap.data.entropy`)."""
+    probs = float_tensor(name, probs, device=device)
     if probs.ndim != 2:
         raise ValueError(f"{name} must have shape (T, N), got {tuple(probs.shape)}")
-    probs = probs.to(DTYPE)
+    check_shape(name, probs, (None, None), "(T, N)")
+    probs = probs.to(exact_dtype(probs.device))
     row_entropy(probs)  # raises unless every row is a probability vector
     return probs
 
 
 def _prior(prior: object, count: int, device: torch.device) -> torch.Tensor:
     """The prior pi(t_{1:S}) over the T rows: uniform when None, else a validated (T,) probability vector."""
+    dtype = exact_dtype(device)
     if prior is None:
-        return torch.full((count,), 1.0 / count, dtype=DTYPE, device=device)
-    check_tensor("prior", prior)
+        return torch.full((count,), 1.0 / count, dtype=dtype, device=device)
+    prior = real_tensor("prior", prior, device=device)
     check_shape("prior", prior, (count,), "(T,)")
-    prior = prior.to(device=device, dtype=DTYPE)
+    prior = prior.to(dtype)
     if bool((prior < 0).any()) or abs(float(prior.sum()) - 1) > 1e-9:
         raise ValueError("prior must be a probability vector over the T sequences (entries >= 0, sum 1)")
     return prior
 
 
-def _tokens(tokens: object, vocab: int | None = None) -> torch.Tensor:
-    """Validate (T, S) integer token ids, pairwise distinct rows, ids in [0, N) when N is given."""
-    check_tensor("tokens", tokens)
-    if tokens.is_floating_point() or tokens.dtype == torch.bool:
-        raise TypeError(f"tokens must have an integer dtype (token ids), got {tokens.dtype}")
+def _tokens(tokens: object, vocab: int | None = None, device: torch.device | None = None) -> torch.Tensor:
+    """Validate (T, S) integer token ids, pairwise distinct rows, ids in [0, N) when N is given (array-likes
+    are placed on ``device``, a tensor must already be there)."""
+    tokens = id_tensor("tokens", tokens, device=device)
     if tokens.ndim != 2 or min(tokens.shape) == 0:
         raise ValueError(f"tokens must have shape (T, S) with T, S >= 1, got {tuple(tokens.shape)}")
     if vocab is not None and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
@@ -91,7 +107,8 @@ def check_full_support(probs: torch.Tensor) -> None:
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
         token = int((probs[row] <= 0).nonzero()[0])
-        raise ValueError(f"Assumption 2 fails: pi({token} | sequence {row}) = 0, the conditionals need full support")
+        raise ValueError(f"{_DANA} Assumption 2 fails: pi({token} | sequence {row}) = 0, the conditionals need "
+                         f"full support")
 
 
 def association_targets(probs: torch.Tensor) -> torch.Tensor:
@@ -104,7 +121,7 @@ def association_targets(probs: torch.Tensor) -> torch.Tensor:
     bad = (1 - top).abs() > 1e-12
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
-        raise ValueError(f"Assumption 1 fails: sequence {row} has no next token of probability 1 "
+        raise ValueError(f"{_DANA} Assumption 1 fails: sequence {row} has no next token of probability 1 "
                          f"(its largest probability is {float(top[row]):.4g})")
     return arg
 
@@ -125,11 +142,14 @@ class SequenceEncoder:
     embedding: torch.Tensor
 
     def __post_init__(self) -> None:
-        check_tensor("unembedding", self.unembedding)
-        check_tensor("embedding", self.embedding)
+        float_input("unembedding", check_tensor("unembedding", self.unembedding))
+        float_input("embedding", check_tensor("embedding", self.embedding))
         if self.unembedding.ndim != 2 or min(self.unembedding.shape) == 0:
             raise ValueError(f"unembedding must have shape (N, d), got {tuple(self.unembedding.shape)}")
         check_shape("embedding", self.embedding, (None, self.unembedding.shape[1]), "(T, d)")
+        if self.embedding.device != self.unembedding.device:
+            raise ValueError(f"embedding is on {self.embedding.device} but unembedding is on "
+                             f"{self.unembedding.device}")
 
     @property
     def vocab(self) -> int:
@@ -153,10 +173,10 @@ def expected_kl(probs: torch.Tensor, logits: torch.Tensor, prior: torch.Tensor |
     ``probs``: (T, N); ``logits``: (T, N); ``prior``: (T,) or None (uniform over the T rows).
     """
     probs = _probs("probs", probs)
-    check_tensor("logits", logits)
+    logits = float_tensor("logits", logits, device=probs.device)
     check_shape("logits", logits, tuple(probs.shape), "(T, N)")
     weights = _prior(prior, probs.shape[0], probs.device)
-    return float(weights @ kl_divergence(probs, logits.to(device=probs.device, dtype=DTYPE)))
+    return float(weights @ kl_divergence(probs, logits.to(probs.dtype)))
 
 
 @dataclass(frozen=True)
@@ -186,10 +206,11 @@ def minimize_kl(logits_fn: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
     if not init:
         raise ValueError("init must hold at least one parameter tensor")
     weights = _prior(prior, probs.shape[0], probs.device)
-    params = {k: check_tensor(f"init[{k!r}]", v).detach().to(DTYPE).clone().requires_grad_(True)
+    params = {k: check_shape(f"init[{k!r}]", float_input(f"init[{k!r}]", check_tensor(f"init[{k!r}]", v)),
+                             (None,) * v.ndim).detach().to(probs.dtype).clone().requires_grad_(True)
               for k, v in init.items()}
     optimizer = torch.optim.Adam(params.values(), lr=lr)
-    history = torch.empty(steps, dtype=DTYPE)
+    history = []
     best, best_kl = {k: v.detach().clone() for k, v in params.items()}, math.inf
     for step in range(steps):
         optimizer.zero_grad()
@@ -198,14 +219,14 @@ def minimize_kl(logits_fn: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         log_q = torch.log_softmax(logits, dim=1)
         loss = weights @ (torch.special.xlogy(probs, probs) - torch.where(probs > 0, probs * log_q, 0.0)).sum(1)
         value = float(loss.detach())
-        history[step] = value
+        history.append(value)
         if value < best_kl:
             best_kl, best = value, {k: v.detach().clone() for k, v in params.items()}
         loss.backward()
         optimizer.step()
     with torch.no_grad():
         final = expected_kl(probs, logits_fn(best), weights)
-    return KLFit(params=best, kl=final, history=history)
+    return KLFit(params=best, kl=final, history=torch.tensor(history, dtype=probs.dtype, device=probs.device))
 
 
 def _centered_log_probs(probs: torch.Tensor) -> torch.Tensor:
@@ -226,8 +247,8 @@ def best_sequence_encoder(probs: torch.Tensor, dim: int, *, prior: torch.Tensor 
     d = positive_int("dim", dim)
     U, s, Vh = torch.linalg.svd(_centered_log_probs(probs), full_matrices=False)
     k = min(d, s.shape[0])
-    E0 = torch.zeros(probs.shape[0], d, dtype=DTYPE, device=probs.device)
-    W0 = torch.zeros(probs.shape[1], d, dtype=DTYPE, device=probs.device)
+    E0 = torch.zeros(probs.shape[0], d, dtype=probs.dtype, device=probs.device)
+    W0 = torch.zeros(probs.shape[1], d, dtype=probs.dtype, device=probs.device)
     E0[:, :k] = U[:, :k] * s[:k].sqrt()
     W0[:, :k] = Vh[:k].T * s[:k].sqrt()
     fit = minimize_kl(lambda p: p["E"] @ p["W"].T, {"W": W0, "E": E0}, probs, prior=prior, steps=steps, lr=lr)
@@ -235,7 +256,7 @@ def best_sequence_encoder(probs: torch.Tensor, dim: int, *, prior: torch.Tensor 
 
 
 def fit_aot(tokens: torch.Tensor, probs: torch.Tensor, *, dim: int, heads: int, head_dim: int,
-            generator: torch.Generator, prior: torch.Tensor | None = None, steps: int = 1500,
+            generator: torch.Generator | None = None, prior: torch.Tensor | None = None, steps: int = 1500,
             lr: float = 0.02) -> tuple[AoTParams, KLFit]:
     """Train a one-layer AoT on the distribution task by minimizing d_KL(pi, T) with :func:`minimize_kl`.
 
@@ -243,10 +264,10 @@ def fit_aot(tokens: torch.Tensor, probs: torch.Tensor, *, dim: int, heads: int, 
     :func:`memcap.models.init_aot` drawn with ``generator``. Returns the trained weights and the fit.
     """
     probs = _probs("probs", probs)
-    tokens = _tokens(tokens, probs.shape[1]).to(probs.device)
+    tokens = _tokens(tokens, probs.shape[1], probs.device)
     check_shape("tokens", tokens, (probs.shape[0], None), "(T, S)")
-    start = init_aot(probs.shape[1], tokens.shape[1], dim, heads, head_dim, generator=generator,
-                     dtype=DTYPE, device=probs.device)
+    start = init_aot(probs.shape[1], tokens.shape[1], dim, heads, head_dim, generator=_resolve.generator(generator),
+                     dtype=probs.dtype, device=probs.device)
     names = ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U")
     fit = minimize_kl(lambda p: aot_forward(AoTParams(**p), tokens), {n: getattr(start, n) for n in names},
                       probs, prior=prior, steps=steps, lr=lr)
@@ -271,7 +292,7 @@ def exact_sequence_encoder(probs: torch.Tensor) -> SequenceEncoder:
         raise ValueError("Proposition 2 needs N >= 2 tokens (d = N - 1 >= 1)")
     log_p = torch.log(probs)
     embedding = (log_p - log_p[:, -1:])[:, :-1]                      # (T, N-1)
-    unembedding = torch.eye(N, N - 1, dtype=DTYPE, device=probs.device)
+    unembedding = torch.eye(N, N - 1, dtype=probs.dtype, device=probs.device)
     return SequenceEncoder(unembedding, embedding)
 
 
@@ -286,13 +307,15 @@ def circle_sequence_encoder(targets: torch.Tensor, vocab: int, *, scale: float, 
     if d < 2:
         raise ValueError(f"Proposition 3 needs d >= 2 (the circle lives in a plane), got dim = {d}")
     lam = positive_real("scale", scale)
-    check_tensor("targets", targets)
-    if targets.ndim != 1 or targets.is_floating_point():
+    targets = id_tensor("targets", targets)
+    if targets.ndim != 1:
         raise ValueError(f"targets must be a (T,) integer tensor of next tokens, got {tuple(targets.shape)}")
-    if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= N):
+    check_shape("targets", targets, (None,), "(T,)")
+    if int(targets.min()) < 0 or int(targets.max()) >= N:
         raise ValueError(f"targets must be ids in [0, N) = [0, {N})")
-    angle = 2 * math.pi * torch.arange(N, dtype=DTYPE, device=targets.device) / N
-    unembedding = torch.zeros(N, d, dtype=DTYPE, device=targets.device)
+    dtype = exact_dtype(targets.device)
+    angle = 2 * math.pi * torch.arange(N, dtype=dtype, device=targets.device) / N
+    unembedding = torch.zeros(N, d, dtype=dtype, device=targets.device)
     unembedding[:, 0], unembedding[:, 1] = torch.cos(angle), torch.sin(angle)
     return SequenceEncoder(unembedding, lam * unembedding[targets.long()])
 
@@ -308,35 +331,37 @@ def _check_head_dim(dim: int, head_dim: int) -> None:
 
 
 def lemma2_params(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int, *,
-                  generator: torch.Generator, scales: torch.Tensor | None = None) -> AoTParams:
+                  generator: torch.Generator | None = None, scales: torch.Tensor | None = None,
+                  device: torch.device | str | None = None) -> AoTParams:
     """The attention of Lemma 2's proof: W_QK^h = w_h e_1 e_1^T (rank 1) with distinct scales w_h > 0.
 
     Embeddings have i.i.d. coordinates (token coordinates in (1, 2), positions in (0, 1)), so every first
     coordinate is positive and generic (Lemma 3); W_V is Gaussian; W_O and W_U are zero (they play no role
-    in the rank). ``scales``: (H,) distinct positive w_h, default 1, 2, ..., H. Returns AoTParams (float64).
+    in the rank). ``scales``: (H,) distinct positive w_h, default 1, 2, ..., H. Returns AoTParams (float64)
+    on ``device`` (None: :func:`memcap.device.pick_device`; drawn on the generator's device, then moved).
     """
     N, S, d = positive_int("vocab", vocab), positive_int("seq_len", seq_len), positive_int("dim", dim)
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     _check_head_dim(d, d_h)
-    if scales is None:
-        scales = torch.arange(1, H + 1, dtype=DTYPE)
+    gen, dev = _resolve.generator(generator), _resolve.device(device)
+    dtype = exact_dtype(dev)
+    scales = torch.arange(1, H + 1, dtype=torch.float64) if scales is None else real_tensor("scales", scales)
     check_shape("scales", scales, (H,), "(H,)")
-    scales = scales.to(DTYPE)
+    scales = scales.to(device=dev, dtype=dtype)
     if bool((scales <= 0).any()) or torch.unique(scales).numel() != H:
         raise ValueError("scales must be H distinct positive numbers w_h (Lemma 2 uses distinct exponents)")
-    dev = generator.device
-    token_embedding = 1 + torch.rand(N, d, generator=generator, dtype=DTYPE, device=dev)
-    positional_embedding = torch.rand(S, d, generator=generator, dtype=DTYPE, device=dev)
-    W_Q = torch.zeros(H, d_h, d, dtype=DTYPE, device=dev)
-    W_Q[:, 0, 0] = scales.to(dev).sqrt()
-    W_V = torch.randn(H, d_h, d, generator=generator, dtype=DTYPE, device=dev) / math.sqrt(d)
+    token_embedding = 1 + _resolve.rand((N, d), gen, dtype, dev)
+    positional_embedding = _resolve.rand((S, d), gen, dtype, dev)
+    W_Q = torch.zeros(H, d_h, d, dtype=dtype, device=dev)
+    W_Q[:, 0, 0] = scales.sqrt()
+    W_V = _resolve.randn((H, d_h, d), gen, dtype, dev) / math.sqrt(d)
     return AoTParams(token_embedding, positional_embedding, W_Q, W_Q.clone(), W_V,
-                     torch.zeros(H, d, d_h, dtype=DTYPE, device=dev), torch.zeros(N, d, dtype=DTYPE, device=dev))
+                     torch.zeros(H, d, d_h, dtype=dtype, device=dev), torch.zeros(N, d, dtype=dtype, device=dev))
 
 
 def head_input_matrix(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
     """The matrix A of Lemma 2: column t is A(t) = [A^1(t); ...; A^H(t)] in R^{Hd}. Returns (Hd, T)."""
-    A = aot_head_inputs(params, _tokens(tokens, params.vocab).to(params.device))   # (T, H, d)
+    A = aot_head_inputs(params, _tokens(tokens, params.vocab, params.device))   # (T, H, d)
     return A.reshape(A.shape[0], -1).T
 
 
@@ -348,7 +373,9 @@ def skip_feature_matrix(params: AoTParams, tokens: torch.Tensor, *, fake_head_sc
     sum_s softmax_s(lambda x_S[0] x_s[0]) x_s of the paper's proof (it tends to x_S(t) when position S
     has the largest first coordinate, as in :func:`theorem1_aot`). Returns (d + H d_h, T).
     """
-    tokens = _tokens(tokens, params.vocab).to(params.device)
+    if not isinstance(params, AoTParams):
+        raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
+    tokens = _tokens(tokens, params.vocab, params.device)
     A = aot_head_inputs(params, tokens)                                   # (T, H, d)
     values = torch.einsum("hkd,thd->thk", params.W_V, A).reshape(A.shape[0], -1)   # (T, H*d_h)
     x = params.token_embedding[tokens] + params.positional_embedding      # (T, S, d)
@@ -388,11 +415,11 @@ def most_likely_sequences(prior: torch.Tensor, epsilon: float) -> torch.Tensor:
     ``prior``: (T,) probabilities; ``epsilon`` in [0, 1). With eps = 0 these are the T0 sequences of
     positive probability. Returns their indices (T_eps,), most likely first.
     """
-    check_tensor("prior", prior)
+    prior = real_tensor("prior", prior)
     if prior.ndim != 1:
         raise ValueError(f"prior must have shape (T,), got {tuple(prior.shape)}")
     p = _prior(prior, prior.shape[0], prior.device)
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 <= epsilon < 1:
+    if finite_real("epsilon", epsilon) < 0 or epsilon >= 1:
         raise ValueError(f"epsilon must lie in [0, 1), got {epsilon!r}")
     order = torch.argsort(p, descending=True, stable=True)
     if epsilon == 0:
@@ -403,14 +430,16 @@ def most_likely_sequences(prior: torch.Tensor, epsilon: float) -> torch.Tensor:
 
 
 def _generic_aot(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int,
-                 generator: torch.Generator) -> AoTParams:
+                 generator: torch.Generator, device: torch.device) -> AoTParams:
     """Random (generic) embeddings and attention, laid out so that the fake head of the proof works:
     first coordinates of tokens in (1, 2), of positions 1..S-1 in (0, 1), of position S in (2.1, 3.1), so that
-    x_S has the largest first coordinate of its sequence. W_O, W_U are placeholders (solved later)."""
-    p = init_aot(vocab, seq_len, dim, heads, head_dim, generator=generator, dtype=DTYPE, device=generator.device)
+    x_S has the largest first coordinate of its sequence. W_O, W_U are placeholders (solved later). Drawn
+    on the generator's device, placed on ``device``."""
+    dtype = exact_dtype(device)
+    p = init_aot(vocab, seq_len, dim, heads, head_dim, generator=generator, dtype=dtype, device=device)
     e, pos = p.token_embedding.clone(), p.positional_embedding.clone()
-    e[:, 0] = 1 + torch.rand(vocab, generator=generator, dtype=DTYPE, device=generator.device)
-    pos[:, 0] = torch.rand(seq_len, generator=generator, dtype=DTYPE, device=generator.device)
+    e[:, 0] = 1 + _resolve.rand((vocab,), generator, dtype, device)
+    pos[:, 0] = _resolve.rand((seq_len,), generator, dtype, device)
     pos[-1, 0] += 2.1
     return AoTParams(e, pos, p.W_Q, p.W_K, p.W_V, p.W_O, p.W_U)
 
@@ -422,8 +451,8 @@ def _singular(matrix: torch.Tensor) -> bool:
 
 
 def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, head_dim: int,
-                 generator: torch.Generator, prior: torch.Tensor | None = None, epsilon: float = 0.0,
-                 fake_head_scale: float | None = None, draws: int = 4) -> Theorem1AoT:
+                 generator: torch.Generator | None = None, prior: torch.Tensor | None = None,
+                 epsilon: float = 0.0, fake_head_scale: float | None = None, draws: int = 4) -> Theorem1AoT:
     """Theorem 1's construction: an AoT whose logits reproduce the sequence encoder W E on the T_eps most
     likely sequences, with d = encoder.dim, H = ``heads``, d_h = ``head_dim``.
 
@@ -438,16 +467,19 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
     Refuses: d_h > d; T_eps > H d_h + d (capacity); T_eps > H d_h + min(d, L) when the kept sequences end in
     only L distinct tokens (the skip block x_S(t) depends on the last token only, a case the paper's count
     misses); features of the kept sequences of rank < T_eps (draw again); a singular M_0 (perturb E).
+    The result lives on the encoder's device; ``generator`` (None: seeded with 0) draws the generic weights.
     """
     if not isinstance(encoder, SequenceEncoder):
         raise TypeError(f"encoder must be a SequenceEncoder, got {type(encoder).__name__}")
     N, d = encoder.vocab, encoder.dim
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     _check_head_dim(d, d_h)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator (the construction draws generic weights)")
-    dev = generator.device
-    tokens = _tokens(tokens, N).to(dev)
+    gen = _resolve.generator(generator)
+    dev = encoder.unembedding.device
+    tokens = _tokens(tokens, N, dev)
+    draws = positive_int("draws", draws)
+    if fake_head_scale is not None:
+        positive_real("fake_head_scale", fake_head_scale)
     T, S = tokens.shape
     check_shape("encoder.embedding", encoder.embedding, (T, d), "(T, d)")
     weights = _prior(prior, T, dev)
@@ -462,9 +494,19 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
         raise ValueError(f"{what} > H d_h + min(d, L): the kept sequences end in only L = {last} distinct tokens, "
                          f"so the skip connection x_S = e(t_S) + pos_S adds only min(d, L) = {min(d, last)} "
                          f"dimensions and at most {capacity - d + min(d, last)} sequences can be fitted")
+    with _resolve.one_cpu_thread(dev):
+        return _solve_theorem1(encoder, tokens, kept, H, d_h, gen, fake_head_scale, draws)
+
+
+def _solve_theorem1(encoder: SequenceEncoder, tokens: torch.Tensor, kept: torch.Tensor, H: int, d_h: int,
+                    generator: torch.Generator, fake_head_scale: float | None, draws: int) -> Theorem1AoT:
+    """The linear algebra of :func:`theorem1_aot` on validated inputs (see there)."""
+    N, d = encoder.vocab, encoder.dim
+    (T, S), dev = tokens.shape, tokens.device
+    dtype = exact_dtype(dev)
     best = None
-    for _ in range(positive_int("draws", draws)):
-        base = _generic_aot(N, S, d, H, d_h, generator)
+    for _ in range(draws):
+        base = _generic_aot(N, S, d, H, d_h, generator, dev)
         F = skip_feature_matrix(base, tokens, fake_head_scale=fake_head_scale)  # (D, T)
         sv = torch.linalg.svdvals(F[:, kept])
         quality = float(sv[-1] / sv[0])
@@ -476,20 +518,20 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
     if r < kept.numel():
         raise ValueError(f"Lemma 2's rank condition fails for this draw: the kept features have rank {r} < "
                          f"T_eps = {kept.numel()}; draw the weights again")
-    E = encoder.embedding.to(device=dev, dtype=DTYPE)
+    E = encoder.embedding.to(dtype)
     M = E[kept].T @ torch.linalg.pinv(F1)                                        # (d, D): M F_1 = E_1^T
     if _singular(M[:, :d]) and kept.numel() < F.shape[0]:
         # any R (I - F_1 F_1^+) can be added to M without changing M F_1: use it to make M_0 invertible
         pinv = torch.linalg.pinv(F1)
-        free = torch.eye(F.shape[0], dtype=DTYPE, device=dev) - F1 @ pinv
-        R = torch.randn(d, F.shape[0], generator=generator, dtype=DTYPE, device=dev)
+        free = torch.eye(F.shape[0], dtype=dtype, device=dev) - F1 @ pinv
+        R = _resolve.randn((d, F.shape[0]), generator, dtype, dev)
         M = M + R @ free * max(float(M.abs().max()), 1.0)
     M0, M1 = M[:, :d], M[:, d:]
     if _singular(M0):
         raise ValueError("the skip block M_0 of the solved output map is singular (E has too small a rank); "
                          "perturb the target embedding E slightly")
     W_O = torch.linalg.solve(M0, M1).reshape(d, H, d_h).permute(1, 0, 2).contiguous()   # (H, d, d_h)
-    W_U = encoder.unembedding.to(device=dev, dtype=DTYPE) @ M0
+    W_U = encoder.unembedding.to(dtype) @ M0
     params = AoTParams(base.token_embedding, base.positional_embedding, base.W_Q, base.W_K, base.W_V, W_O, W_U)
     rest = torch.ones(T, dtype=torch.bool, device=dev)
     rest[kept] = False
@@ -505,29 +547,33 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
 
 
 def corollary1_aot(tokens: torch.Tensor, targets: torch.Tensor, vocab: int, *, heads: int, head_dim: int,
-                   generator: torch.Generator, scale: float = 1.0) -> Theorem1AoT:
+                   generator: torch.Generator | None = None, scale: float = 1.0) -> Theorem1AoT:
     """Corollary 1: an AoT with d = 2 whose argmax is right on T0 <= H d_h + 2 associations.
 
     ``tokens``: (T0, S) distinct sequences, ``targets``: (T0,) their next tokens g(t). The target encoder
     is Proposition 3's circle encoder at ``scale`` lambda, each E(t) moved by a generic vector of length
     (1 - cos(2 pi/N))/8 (less than a quarter of the circle's logit margin) so that M_0 is invertible.
-    Refuses T0 > H d_h + 2, d_h > 2, and T0 = H d_h + 2 sequences that all end in the same token.
+    Refuses T0 > H d_h + 2, d_h > 2, and T0 = H d_h + 2 sequences that all end in the same token. The
+    result lives on the tokens' device; ``generator`` (None: seeded with 0) draws the jitter and the
+    generic weights.
     """
     N = positive_int("vocab", vocab)
     tokens = _tokens(tokens, N)
-    check_tensor("targets", targets)
+    dev = tokens.device
+    targets = id_tensor("targets", targets, device=dev)
     check_shape("targets", targets, (tokens.shape[0],), "(T0,)")
+    scale = positive_real("scale", scale)
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     _check_head_dim(2, d_h)
     if tokens.shape[0] > bounds.aot_capacity(H, d_h, 2):
         raise ValueError(f"T0 > H d_h + d: {tokens.shape[0]} associations exceed Corollary 1's capacity "
                          f"H d_h + 2 = {bounds.aot_capacity(H, d_h, 2)}")
-    dev = generator.device
-    circle = circle_sequence_encoder(targets.to(dev), N, scale=scale, dim=2)
-    jitter = torch.randn(tokens.shape[0], 2, generator=generator, dtype=DTYPE, device=dev)
+    gen = _resolve.generator(generator)
+    circle = circle_sequence_encoder(targets, N, scale=scale, dim=2)
+    jitter = _resolve.randn((tokens.shape[0], 2), gen, circle.embedding.dtype, dev)
     jitter = jitter / jitter.norm(dim=1, keepdim=True) * (1 - math.cos(2 * math.pi / N)) / 8
     target = SequenceEncoder(circle.unembedding, circle.embedding + scale * jitter)
-    return theorem1_aot(target, tokens, heads=H, head_dim=d_h, generator=generator)
+    return theorem1_aot(target, tokens, heads=H, head_dim=d_h, generator=gen)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -539,18 +585,20 @@ def gram_deviation(unembedding: torch.Tensor) -> float:
 
     ``unembedding``: (N, d), rows W_j. Theorem 2 holds with any C at least this value.
     """
-    check_tensor("unembedding", unembedding)
-    if unembedding.ndim != 2:
-        raise ValueError(f"unembedding must have shape (N, d), got {tuple(unembedding.shape)}")
-    W = unembedding.to(DTYPE)
-    return float((W @ W.T - torch.eye(W.shape[0], dtype=DTYPE, device=W.device)).abs().max())
+    W = real_tensor("unembedding", unembedding)
+    if W.ndim != 2:
+        raise ValueError(f"unembedding must have shape (N, d), got {tuple(W.shape)}")
+    check_shape("unembedding", W, (None, None), "(N, d)")
+    W = W.to(exact_dtype(W.device))
+    return float((W @ W.T - torch.eye(W.shape[0], dtype=W.dtype, device=W.device)).abs().max())
 
 
 def identity_hadamard_unembedding(dim: int, *, device: torch.device | str | None = None) -> torch.Tensor:
     """2d unit vectors in R^d, the standard basis and the normalized Sylvester-Hadamard basis.
 
     Their Gram deviation is 1/sqrt(d) (d a power of 2), far below a random code's: a small-d unembedding
-    for which Theorem 2's constant is below 1/2. Returns (2d, d).
+    for which Theorem 2's constant is below 1/2. Returns (2d, d) on ``device`` (None:
+    :func:`memcap.device.pick_device`).
     """
     d = positive_int("dim", dim)
     if d & (d - 1):
@@ -558,7 +606,8 @@ def identity_hadamard_unembedding(dim: int, *, device: torch.device | str | None
     had = torch.ones(1, 1, dtype=DTYPE)
     while had.shape[0] < d:
         had = torch.cat([torch.cat([had, had], 1), torch.cat([had, -had], 1)], 0)
-    return torch.cat([torch.eye(d, dtype=DTYPE), had / math.sqrt(d)]).to(pick_device(None if device is None else str(device)))
+    dev = _resolve.device(device)
+    return torch.cat([torch.eye(d, dtype=DTYPE), had / math.sqrt(d)]).to(device=dev, dtype=exact_dtype(dev))
 
 
 def _solve_scale(gaps: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -588,11 +637,13 @@ def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor, unembedd
     """
     probs = _probs("probs", probs)
     T, N = probs.shape
-    check_tensor("targets", targets)
+    targets = id_tensor("targets", targets, device=probs.device)
     check_shape("targets", targets, (T,), "(T,)")
-    check_tensor("unembedding", unembedding)
-    check_shape("unembedding", unembedding, (N, None), "(N, d)")
-    W = unembedding.to(device=probs.device, dtype=DTYPE)
+    if int(targets.min()) < 0 or int(targets.max()) >= N:
+        raise ValueError(f"targets must be ids in [0, N) = [0, {N})")
+    W = real_tensor("unembedding", unembedding, device=probs.device)
+    check_shape("unembedding", W, (N, None), "(N, d)")
+    W = W.to(probs.dtype)
     if float((W.norm(dim=1) - 1).abs().max()) > 1e-9:
         raise ValueError("unembedding rows W_j must have unit norm (Theorem 2 with ||W_j||^2 = 1)")
     if gram_deviation(W) >= 1:
@@ -602,7 +653,7 @@ def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor, unembedd
         row = int((h <= 1e-12).nonzero()[0])
         raise ValueError(f"Theorem 2's lambda(t) is finite only for positive entropy: sequence {row} has entropy 0 "
                          f"(a pure association; use circle_sequence_encoder with a large scale instead)")
-    g = targets.to(probs.device).long()
+    g = targets.long()
     gaps = 1 - W[g] @ W.T                                                    # (T, N): 1 - W_j^T W_g
     others = torch.ones(T, N, dtype=torch.bool, device=probs.device)
     others[torch.arange(T, device=probs.device), g] = False

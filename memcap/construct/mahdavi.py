@@ -18,23 +18,36 @@ The proof (their Section 4.1 and Appendices B-D) is constructive; every step is 
 * :func:`theorem1_construction` / :func:`memorize` -- Theorem 1 (and Remark 2 / Appendix C with
   ``skip=True``); :func:`remark1_capacity` -- Remark 1 (queries of Kruskal rank Q < n).
 
-Shapes: ``contexts`` E is ``(T, n, d)`` or one shared ``(n, d)``; ``queries`` e is ``(T, d)``. All
-computations run in float64 (:data:`memcap.device.EXACT_DTYPE`) on the inputs' device.
+Shapes: ``contexts`` E is ``(T, n, d)`` or one shared ``(n, d)``; ``queries`` e is ``(T, d)``; tensors,
+NumPy arrays or nested lists (finite, float32/float64 or integer). All computations run in float64
+(:func:`memcap.device.exact_dtype`: float32 on Apple's MPS, which lacks float64) on the inputs' device,
+with one CPU thread, so two identical calls give bit-identical weights. ``generator=None`` means a fresh
+generator seeded with 0.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
-from memcap import bounds, linalg
-from memcap._checks import check_tensor, positive_int, positive_real
-from memcap.device import EXACT_DTYPE
+from memcap import _resolve, bounds, linalg
+from memcap._checks import (check_bool, check_shape, finite_real, nonnegative_int, nonnegative_real, positive_int,
+                            positive_real, real_tensor)
+from memcap.device import exact_dtype
 from memcap.models import MHAParams, mha_features, mha_forward
+
+__all__ = [
+    "VERTEX_MARGIN", "WEYL_MARGIN",
+    "RankOneSeparator", "rank_one_separator", "top_gap", "softmax_limit", "saturation_bound", "saturation_scale",
+    "saturation_error", "finite_delta", "OneHead", "claim1_head", "claim2_head", "InductionStep",
+    "KeyQueryConstruction", "key_query_construction", "key_query_for_rank", "readout_weights",
+    "Theorem1Construction", "theorem1_construction", "memorize", "remark1_capacity",
+]
+
+_MAHDAVI = linalg._MAHDAVI
+"""How refusals name the paper whose hypotheses failed (Dana et al. number their assumptions too)."""
 
 VERTEX_MARGIN = 2.0
 """Attention patterns chosen by the induction put logit log(n - 1) + VERTEX_MARGIN on one token and 0 on
@@ -50,59 +63,27 @@ value in (0, 1]; 1/2 keeps half of the smallest singular value, so the final Z s
 # input handling
 
 
-@contextlib.contextmanager
-def _one_cpu_thread(device: torch.device) -> Iterator[None]:
-    """Run CPU work with one intra-op thread, then restore torch's setting.
-
-    The induction is thousands of small tensor operations; with several threads each one pays for
-    waking the thread pool (measured here on 2 cores: 18 s with 2 threads, 2.7 s with one for the
-    d = 64, n = 32, H = 40 construction). GPU work is unaffected.
-    """
-    if device.type != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _generator(generator: object) -> torch.Generator:
-    """The explicit generator, or a fresh CPU one seeded with 0 (deterministic, no global RNG)."""
-    if generator is None:
-        return torch.Generator().manual_seed(0)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    return generator
-
-
 def _randn(shape: tuple[int, ...], generator: torch.Generator, like: torch.Tensor) -> torch.Tensor:
     """Standard Gaussian draws in float64 on the generator's device, moved next to ``like``."""
-    draw = torch.randn(shape, generator=generator, dtype=torch.float64, device=generator.device)
-    return draw.to(device=like.device, dtype=like.dtype)
+    return _resolve.randn(shape, generator, like.dtype, like.device)
 
 
-def _real_tensor(name: str, value: object) -> torch.Tensor:
-    check_tensor(name, value)
-    if value.dtype == torch.bool or value.is_complex():
-        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
-    if not bool(torch.isfinite(value).all()):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return value.to(EXACT_DTYPE)
+def _real_tensor(name: str, value: object, device: torch.device | None = None) -> torch.Tensor:
+    """``value`` as a finite real tensor in the exact dtype of its device (array-likes placed on ``device``)."""
+    t = real_tensor(name, value, device=device)
+    return t.to(exact_dtype(t.device))
 
 
 def _data(contexts: object, queries: object) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate E and e; return ``(contexts (T, n, d) float64, queries (T, d) float64)``.
 
-    A shared context ``(n, d)`` is expanded as a view (no copy).
+    A shared context ``(n, d)`` is expanded as a view (no copy); :func:`_as_given` undoes it.
     """
     e = _real_tensor("queries", queries)
     if e.ndim != 2 or min(e.shape) == 0:
         raise ValueError(f"queries must have shape (T, d) with T, d >= 1, got {tuple(e.shape)}")
     T, d = e.shape
-    E = _real_tensor("contexts", contexts)
+    E = _real_tensor("contexts", contexts, e.device)
     if E.ndim == 2:
         if E.shape[1] != d or E.shape[0] == 0:
             raise ValueError(f"contexts must have shape (T, n, d) = ({T}, *, {d}) or shared (n, d) = (*, {d}), "
@@ -115,9 +96,12 @@ def _data(contexts: object, queries: object) -> tuple[torch.Tensor, torch.Tensor
     else:
         raise ValueError(f"contexts must have shape (T, n, d) = ({T}, *, {d}) or shared (n, d) = (*, {d}), "
                          f"got {tuple(E.shape)}")
-    if E.device != e.device:
-        raise ValueError(f"contexts are on {E.device} but queries are on {e.device}")
     return E, e
+
+
+def _as_given(E: torch.Tensor) -> torch.Tensor:
+    """The contexts as the caller gave them: the shared (n, d) context back from its (T, n, d) view."""
+    return E[0] if E.ndim == 3 and E.shape[0] and E.stride(0) == 0 else E
 
 
 def _examples(name: str, examples: object, T: int) -> tuple[int, ...]:
@@ -142,7 +126,7 @@ def _examples(name: str, examples: object, T: int) -> tuple[int, ...]:
 
 def _check_assumption_2(E: torch.Tensor) -> None:
     """Assumption 2 via :func:`memcap.linalg.check_assumption_2`; a shared context is checked once."""
-    linalg.check_assumption_2(E[0] if E.ndim == 3 and E.shape[0] and E.stride(0) == 0 else E)
+    linalg.check_assumption_2(_as_given(E))
 
 
 def _check_n_below_d(n: int, d: int) -> None:
@@ -150,10 +134,11 @@ def _check_n_below_d(n: int, d: int) -> None:
         raise ValueError(f"n >= d: Theorem 1 needs n < d (n={n}, d={d})")
 
 
-def _check_logits(name: str, logits: object) -> torch.Tensor:
-    x = _real_tensor(name, logits)
-    if x.ndim == 0 or x.shape[-1] == 0:
-        raise ValueError(f"{name} must have shape (..., n) with n >= 1, got {tuple(x.shape)}")
+def _check_logits(name: str, logits: object, device: torch.device | None = None) -> torch.Tensor:
+    """Logits (..., n) with every axis non-empty, in the exact dtype (array-likes placed on ``device``)."""
+    x = _real_tensor(name, logits, device)
+    if x.ndim == 0 or 0 in x.shape:
+        raise ValueError(f"{name} must have shape (..., n) with n >= 1 and no empty axis, got {tuple(x.shape)}")
     return x
 
 
@@ -193,9 +178,33 @@ def _dependent_query_set(queries: torch.Tensor, chosen: tuple[int, ...],
 def _raise_assumption_1(witness: tuple[int, ...], n: int) -> None:
     k = len(witness)
     raise ValueError(
-        f"Assumption 1 fails: queries have Kruskal rank Q < n = {n}: the {k} queries of examples "
+        f"{_MAHDAVI} Assumption 1 fails: queries have Kruskal rank Q < n = {n}: the {k} queries of examples "
         f"{list(witness)} are linearly dependent, so Q <= {k - 1}; Remark 1: pass query_kruskal_rank=Q "
         f"to memorize up to H(min(Q, d_h) - 1) + 1 examples")
+
+
+_REMARK1_HINT = ("Remark 1 still memorizes H(min(Q, d_h) - 1) + 1 examples with queries of Kruskal rank Q < n: "
+                "compute Q with memcap.linalg.kruskal_rank(queries) and pass query_kruskal_rank=Q, or pass "
+                "query_kruskal_rank='auto' to let the construction compute it")
+"""What a refusal for queries of low Kruskal rank tells the caller to do (Mahdavi et al., Remark 1)."""
+
+
+def _declared_kruskal_rank(queries: torch.Tensor, n: int, value: object) -> int | None:
+    """The Q of Remark 1 the caller asked for: None (Theorem 1), an int, or ``'auto'`` resolved here.
+
+    ``'auto'`` computes Q exactly with :func:`memcap.linalg.kruskal_rank` (small query sets; the search
+    is capped and refuses naming ``max_subsets``) and returns None when Q >= n (Theorem 1 applies).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"query_kruskal_rank must be a positive integer Q < n, 'auto' or None, got {value!r}")
+        Q = linalg.kruskal_rank(queries)
+        if Q == 0:
+            raise ValueError("queries have Kruskal rank 0 (a zero query): no example can be memorized this way")
+        return None if Q >= n else Q
+    return positive_int("query_kruskal_rank", value)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -214,6 +223,17 @@ class RankOneSeparator:
     u: torch.Tensor
     v: torch.Tensor
     vanish_on: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("u", "v"):
+            t = getattr(self, name)
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            real_tensor(name, t)
+            check_shape(name, t, (None,), "(d,)")
+        check_shape("v", self.v, tuple(self.u.shape), "(d,)")
+        if self.v.device != self.u.device:
+            raise ValueError(f"v is on {self.v.device} but u is on {self.u.device}")
 
     @property
     def matrix(self) -> torch.Tensor:
@@ -248,7 +268,7 @@ def rank_one_separator(contexts: torch.Tensor, queries: torch.Tensor, vanish_on:
     witness = _dependent_query_set(e, chosen, others)
     if witness is not None:
         _raise_assumption_1(witness, n)
-    return _separator_direction(e, chosen, _generator(generator))
+    return _separator_direction(e, chosen, _resolve.generator(generator))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -286,7 +306,7 @@ def saturation_bound(logits_star: object, logits_plus: object, c: float) -> torc
     min(alpha*) (spread), g = :func:`top_gap` of alpha+. Returns (...).
     """
     a_star, a_plus = _pair(logits_star, logits_plus)
-    c = float(c)
+    c = finite_real("c", c)
     n = a_star.shape[-1]
     spread = a_star.amax(dim=-1) - a_star.amin(dim=-1)
     gap = top_gap(a_plus)
@@ -304,7 +324,7 @@ def saturation_scale(logits_star: object, logits_plus: object, delta: float) -> 
     a_star, a_plus = _pair(logits_star, logits_plus)
     delta = positive_real("delta", delta)
     n = a_star.shape[-1]
-    if n == 1 or a_star.numel() == 0:
+    if n == 1:
         return 0.0
     gap = top_gap(a_plus)
     if bool((gap <= 0).any()):
@@ -317,7 +337,7 @@ def saturation_scale(logits_star: object, logits_plus: object, delta: float) -> 
 def saturation_error(logits_star: object, logits_plus: object, c: float) -> torch.Tensor:
     """||theta_c - theta_+||_1 with theta_c = Softmax(alpha* + c alpha+), per row: (..., n) -> (...)."""
     a_star, a_plus = _pair(logits_star, logits_plus)
-    theta_c = torch.softmax(a_star + float(c) * a_plus, dim=-1)
+    theta_c = torch.softmax(a_star + finite_real("c", c) * a_plus, dim=-1)
     # theta_+ is one-hot, so the distance is 2 * (mass off its support): summed without cancellation
     off = theta_c * (1 - softmax_limit(a_plus))
     return 2 * off.sum(dim=-1)
@@ -325,7 +345,7 @@ def saturation_error(logits_star: object, logits_plus: object, c: float) -> torc
 
 def _pair(logits_star: object, logits_plus: object) -> tuple[torch.Tensor, torch.Tensor]:
     a_star = _check_logits("logits_star", logits_star)
-    a_plus = _check_logits("logits_plus", logits_plus)
+    a_plus = _check_logits("logits_plus", logits_plus, a_star.device)
     if a_star.shape != a_plus.shape:
         raise ValueError(f"logits_star and logits_plus must have the same shape (..., n), "
                          f"got {tuple(a_star.shape)} and {tuple(a_plus.shape)}")
@@ -347,9 +367,10 @@ def finite_delta(sigma_min: float, coefficient_norm: float, token_norm: float, p
     margin = positive_real("margin", margin)
     if margin > 1:
         raise ValueError(f"margin must lie in (0, 1], got {margin}")
-    if previous < 0 or coefficient_norm < 0 or token_norm < 0:
-        raise ValueError("previous, coefficient_norm and token_norm must be >= 0")
-    denominator = math.sqrt(previous) * float(token_norm) * float(coefficient_norm)
+    previous = nonnegative_int("previous", previous)
+    coefficient_norm = nonnegative_real("coefficient_norm", coefficient_norm)
+    token_norm = nonnegative_real("token_norm", token_norm)
+    denominator = math.sqrt(previous) * token_norm * coefficient_norm
     return math.inf if denominator == 0 else margin * sigma_min / denominator
 
 
@@ -369,8 +390,10 @@ def _factor(B: torch.Tensor, queries_m: torch.Tensor, head_dim: int, extra: tupl
     W_Q = torch.zeros_like(W_K)
     m = B.shape[1]
     if m:
-        # rows of Q^+ (m x d): the dual vectors q_i with q_i^T e^(t_j) = [i == j]
-        dual = torch.linalg.lstsq(queries_m.T, torch.eye(d, dtype=B.dtype, device=B.device)).solution  # (m, d)
+        # rows of Q^+ (m x d): the dual vectors q_i with q_i^T e^(t_j) = [i == j]. With Q = q rr (reduced QR),
+        # Q^+ = rr^{-1} q^T; unlike lstsq (MKL's gelsy), QR and a triangular solve are bit-reproducible.
+        q, rr = torch.linalg.qr(queries_m.T)  # (d, m), (m, m)
+        dual = torch.linalg.solve_triangular(rr, q.T, upper=True)  # (m, d)
         W_K[:, :m] = B
         W_Q[:, :m] = dual.T
     if extra is not None:
@@ -583,8 +606,9 @@ def _head_attention(W_K: torch.Tensor, W_Q: torch.Tensor, E: torch.Tensor, e: to
     return torch.softmax(torch.einsum("tnd,td->tn", E, u), dim=-1)
 
 
-def _resolve_r(E: torch.Tensor, e: torch.Tensor, H: int, d_h: int, query_kruskal_rank: object) -> tuple[int, int]:
-    """Check the hypotheses of Theorem 1 (or of Remark 1); return (r, capacity)."""
+def _resolve_r(E: torch.Tensor, e: torch.Tensor, H: int, d_h: int, query_kruskal_rank: int | None
+               ) -> tuple[int, int]:
+    """Check the hypotheses of Theorem 1 (or of Remark 1 when Q is declared); return (r, capacity)."""
     T, n, d = E.shape
     _check_n_below_d(n, d)
     _check_assumption_2(E)
@@ -604,7 +628,10 @@ def _resolve_r(E: torch.Tensor, e: torch.Tensor, H: int, d_h: int, query_kruskal
         raise ValueError(f"T={T} exceeds the capacity {formula}")
     if query_kruskal_rank is None:
         # Theorem 1's hypothesis; with T < n the best possible is Kruskal rank T (all queries independent)
-        linalg.check_assumption_1(e, min(n, T))
+        try:
+            linalg.check_assumption_1(e, min(n, T))
+        except ValueError as err:
+            raise ValueError(f"{err}. {_REMARK1_HINT}") from None
     return r, capacity
 
 
@@ -709,7 +736,7 @@ def _plan_step(E: torch.Tensor, e: torch.Tensor, C: torch.Tensor, group: tuple[i
 
 
 def key_query_construction(contexts: torch.Tensor, queries: torch.Tensor, *, heads: int, head_dim: int,
-                           query_kruskal_rank: int | None = None,
+                           query_kruskal_rank: int | str | None = None,
                            generator: torch.Generator | None = None) -> KeyQueryConstruction:
     """Proposition 1 (Mahdavi et al., Appendix B): key/query weights with rank(Z) >= min{H(r-1)+1, T}.
 
@@ -723,15 +750,16 @@ def key_query_construction(contexts: torch.Tensor, queries: torch.Tensor, *, hea
     ones, and its residual, orthogonal to every earlier M_j, never spoils independence.
     ``contexts``: (T, n, d) or shared (n, d); ``queries``: (T, d). Requires n < d, Assumptions 1-2 and
     T <= H(r-1)+1; errors name the failing hypothesis. ``query_kruskal_rank`` = Q < n switches to
-    Remark 1 (r = min(Q, d_h)).
+    Remark 1 (r = min(Q, d_h)); ``'auto'`` computes Q (exactly, small query sets) and uses Remark 1 only
+    when Q < n.
     """
     E, e = _data(contexts, queries)
     T, n, d = E.shape
     H = positive_int("heads", heads)
     d_h = positive_int("head_dim", head_dim)
-    gen = _generator(generator)
-    with _one_cpu_thread(e.device):
-        r, _ = _resolve_r(E, e, H, d_h, query_kruskal_rank)
+    gen = _resolve.generator(generator)
+    with _resolve.one_cpu_thread(e.device):
+        r, _ = _resolve_r(E, e, H, d_h, _declared_kruskal_rank(e, n, query_kruskal_rank))
         groups = _groups(T, H, r)
         W_K = torch.zeros(H, d, d_h, dtype=e.dtype, device=e.device)
         W_Q = torch.zeros_like(W_K)
@@ -789,13 +817,14 @@ def key_query_for_rank(contexts: torch.Tensor, queries: torch.Tensor, *, heads: 
 # Step 2 and Theorem 1
 
 
-def _labels(labels: object, T: int) -> torch.Tensor:
-    """Labels as (T, d_out) float64; a (T,) vector means d_out = 1."""
-    y = _real_tensor("labels", labels)
+def _labels(labels: object, T: int, device: torch.device) -> torch.Tensor:
+    """Labels as (T, d_out) in the exact dtype on ``device``; a (T,) vector means d_out = 1."""
+    y = _real_tensor("labels", labels, device)
+    shape = tuple(y.shape)
     if y.ndim == 1:
         y = y.unsqueeze(1)
     if y.ndim != 2 or y.shape[0] != T or y.shape[1] == 0:
-        raise ValueError(f"labels must have shape (T,) or (T, d_out) with T = {T}, got {tuple(labels.shape)}")
+        raise ValueError(f"labels must have shape (T,) or (T, d_out) with T = {T}, got {shape}")
     return y
 
 
@@ -811,8 +840,9 @@ def readout_weights(features: torch.Tensor, labels: torch.Tensor, *, heads: int,
     Z = _real_tensor("features", features)
     if Z.ndim != 2:
         raise ValueError(f"features must have shape (T, H*d), got {tuple(Z.shape)}")
+    check_shape("features", Z, (None, None), "(T, H*d)")
     T = Z.shape[0]
-    Y = _labels(labels, T).to(Z.device)
+    Y = _labels(labels, T, Z.device)
     H = positive_int("heads", heads)
     if Z.shape[1] % H:
         raise ValueError(f"features must have H*d columns with H = {H}, got {Z.shape[1]}")
@@ -856,42 +886,46 @@ class Theorem1Construction:
 
 def theorem1_construction(contexts: torch.Tensor, queries: torch.Tensor, labels: torch.Tensor, *, heads: int,
                           head_dim: int, value_dim: int | None = None, skip: bool = False,
-                          query_kruskal_rank: int | None = None,
+                          query_kruskal_rank: int | str | None = None,
                           generator: torch.Generator | None = None) -> Theorem1Construction:
     """Theorem 1 (Mahdavi et al.): MHA weights that memorize any T <= H(min(n, d_h) - 1) + 1 labels.
 
     Proposition 1 gives W_K, W_Q with rank(Z) = T; :func:`readout_weights` solves for W_V, W_O, W_D.
     With ``skip=True`` (Remark 2, Appendix C: o = W_O^T [p_1; ...; p_H] + e) the labels are first shifted
     to y - e[:d_out]. ``labels``: (T,) or (T, d_out) real; ``value_dim`` d_v defaults to d_out.
+    ``query_kruskal_rank``: None (Theorem 1, queries of Kruskal rank >= n), Q < n (Remark 1), or
+    ``'auto'`` (Q computed exactly; Remark 1 only when Q < n). Queries of low Kruskal rank are refused
+    with a message that says how to use Remark 1.
     """
     E, e = _data(contexts, queries)
     T, n, d = E.shape
     H = positive_int("heads", heads)
-    if not isinstance(skip, bool):
-        raise TypeError(f"skip must be a bool, got {type(skip).__name__}")
-    Y = _labels(labels, T).to(e.device)
+    check_bool("skip", skip)
+    Y = _labels(labels, T, e.device)
     if Y.shape[1] > d:
         raise ValueError(f"d_out = {Y.shape[1]} > d = {d}: the layer output o has only d coordinates")
-    kq = key_query_construction(E if contexts.ndim == 3 else E[0], e, heads=H, head_dim=head_dim,
-                                query_kruskal_rank=query_kruskal_rank, generator=generator)
-    target = Y - e[:, :Y.shape[1]] if skip else Y  # Appendix C: fit y - I_{d_out x d} e
-    with _one_cpu_thread(e.device):
+    with _resolve.one_cpu_thread(e.device):
+        Q = _declared_kruskal_rank(e, n, query_kruskal_rank)
+        kq = key_query_construction(_as_given(E), e, heads=H, head_dim=head_dim, query_kruskal_rank=Q,
+                                    generator=generator)
+        target = Y - e[:, :Y.shape[1]] if skip else Y  # Appendix C: fit y - I_{d_out x d} e
         W_V, W_O, W_D = readout_weights(kq.features, target, heads=H, value_dim=value_dim)
         params = MHAParams(W_K=kq.W_K, W_Q=kq.W_Q, W_V=W_V, W_O=W_O, W_D=W_D, skip=skip)
-        y_hat = mha_forward(params, E if contexts.ndim == 3 else E[0], e)
-    capacity = (bounds.mha_capacity(H, n, kq.W_K.shape[2]) if query_kruskal_rank is None
-                else bounds.mha_capacity_remark1(H, int(query_kruskal_rank), kq.W_K.shape[2]))
+        y_hat = mha_forward(params, _as_given(E), e)
+    capacity = (bounds.mha_capacity(H, n, kq.W_K.shape[2]) if Q is None
+                else bounds.mha_capacity_remark1(H, Q, kq.W_K.shape[2]))
     return Theorem1Construction(params=params, key_query=kq, capacity=capacity,
                                 max_error=float((y_hat - Y).abs().max()))
 
 
 def memorize(contexts: torch.Tensor, queries: torch.Tensor, labels: torch.Tensor, *, heads: int, head_dim: int,
-             value_dim: int | None = None, skip: bool = False, query_kruskal_rank: int | None = None,
+             value_dim: int | None = None, skip: bool = False, query_kruskal_rank: int | str | None = None,
              generator: torch.Generator | None = None) -> MHAParams:
     """Theorem 1: weights of an H-head attention layer with y_hat^(t) = y^(t) for all T examples.
 
     ``contexts``: (T, n, d) or shared (n, d); ``queries``: (T, d); ``labels``: (T,) or (T, d_out).
-    See :func:`theorem1_construction` (which also returns the certificate).
+    ``query_kruskal_rank``: None, Q < n (Remark 1) or ``'auto'``. See :func:`theorem1_construction`
+    (which also returns the certificate).
     """
     return theorem1_construction(contexts, queries, labels, heads=heads, head_dim=head_dim, value_dim=value_dim,
                                  skip=skip, query_kruskal_rank=query_kruskal_rank, generator=generator).params
@@ -905,7 +939,12 @@ def remark1_capacity(queries: torch.Tensor, *, context_size: int, heads: int, he
     Theorem 1's bound H(min(n, d_h) - 1) + 1.
     """
     n = positive_int("context_size", context_size)
-    Q = linalg.kruskal_rank(queries, max_subsets=max_subsets)
+    e = _real_tensor("queries", queries)
+    if e.ndim != 2:
+        raise ValueError(f"queries must have shape (T, d), got {tuple(e.shape)}")
+    check_shape("queries", e, (None, None), "(T, d)")
+    with _resolve.one_cpu_thread(e.device):
+        Q = linalg.kruskal_rank(e, max_subsets=max_subsets)
     if Q == 0:
         raise ValueError("queries have Kruskal rank 0 (a zero query): no example can be memorized this way")
     if Q >= n:

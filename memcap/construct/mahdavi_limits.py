@@ -16,7 +16,9 @@
   :func:`apply_self_attention` runs any such layer on every token, and :func:`cls_token_data` draws the
   ViT-like data ([CLS] query shared by all examples) that violate Assumption 1 before the layer.
 
-Closed-form bounds come from :mod:`memcap.bounds` only.
+Closed-form bounds come from :mod:`memcap.bounds` only. Inputs follow ``memcap._checks`` (tensors,
+NumPy arrays or nested lists; finite; float32/float64); ``generator=None`` means a fresh generator seeded
+with 0; data come out on ``device`` (None: :func:`memcap.device.pick_device`), in float64 by default.
 """
 from __future__ import annotations
 
@@ -26,12 +28,18 @@ from dataclasses import dataclass
 
 import torch
 
-from memcap import bounds
-from memcap._checks import check_shape, check_tensor, positive_int, positive_real
+from memcap import _resolve, bounds
+from memcap._checks import check_shape, check_tensor, float_input, positive_int, positive_real
 from memcap.data import MemorizationTask
-from memcap.device import EXACT_DTYPE, pick_device
+from memcap.device import EXACT_DTYPE
 from memcap.linalg import kruskal_rank, rank
 from memcap.models import MHAParams, mha_attention, mha_features, mha_forward
+
+__all__ = [
+    "DEFAULT_MAX_TUPLES", "attention_matrix", "rank_by_heads", "simplex_data", "ReLUParams", "relu_forward",
+    "fcn_inputs", "relu_hard_dataset", "ReLUFit", "fit_relu", "activation_patterns", "relu_residual_lower_bound",
+    "mean_mixing_layer", "apply_self_attention", "cls_token_data",
+]
 
 DEFAULT_MAX_TUPLES = 2_000_000
 """How many m-tuples of activation patterns :func:`relu_residual_lower_bound` may examine."""
@@ -44,24 +52,14 @@ _CHUNK = 20_000
 # helpers
 
 
-def _generator(generator: object) -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    return generator
-
-
-def _floating(name: str, tensor: object) -> torch.Tensor:
-    check_tensor(name, tensor)
-    if not tensor.is_floating_point():
-        raise TypeError(f"{name} must have a floating-point dtype, got {tensor.dtype}")
-    return tensor
+def _floating(name: str, value: object, like: torch.Tensor | None = None) -> torch.Tensor:
+    """A finite float input (array-likes converted to the device and dtype of ``like``)."""
+    return float_input(name, value, like)
 
 
 def _dtype_device(dtype: torch.dtype | None, device: torch.device | str | None) -> tuple[torch.dtype, torch.device]:
-    dtype = EXACT_DTYPE if dtype is None else dtype
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype, pick_device(None if device is None else str(device))
+    """``dtype`` (None: float64) and ``device`` (None: :func:`memcap.device.pick_device`) of generated data."""
+    return _resolve.float_dtype(dtype, EXACT_DTYPE), _resolve.device(device)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -90,13 +88,14 @@ def rank_by_heads(W_K: torch.Tensor, W_Q: torch.Tensor, contexts: torch.Tensor, 
     context, Proposition 5 by h(d-1)+1 for tokens with constant coordinate sum. ``tol`` is passed to
     :func:`memcap.linalg.rank`.
     """
+    W_K = _floating("W_K", W_K)
     Z = mha_features(W_K, W_Q, contexts, queries)  # (T, H*d)
     H, d = W_K.shape[0], W_K.shape[1]
     return [rank(Z[:, : h * d], tol=tol) for h in range(1, H + 1)]
 
 
 def simplex_data(examples: int, context_size: int, dim: int, *, coordinate_sum: float = 1.0,
-                 generator: torch.Generator, dtype: torch.dtype | None = None,
+                 generator: torch.Generator | None = None, dtype: torch.dtype | None = None,
                  device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Contexts whose tokens have coordinates summing to C (hypothesis of Proposition 5).
 
@@ -109,7 +108,7 @@ def simplex_data(examples: int, context_size: int, dim: int, *, coordinate_sum: 
     n = positive_int("context_size", context_size)
     d = positive_int("dim", dim)
     C = positive_real("coordinate_sum", coordinate_sum)
-    gen = _generator(generator)
+    gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
     draw = -torch.log1p(-torch.rand((T, n, d), generator=gen, dtype=torch.float64, device=gen.device))
     contexts = C * draw / draw.sum(dim=-1, keepdim=True)  # (T, n, d), Exp(1) normalised: Dirichlet(1)
@@ -136,9 +135,10 @@ class ReLUParams:
 
     def __post_init__(self) -> None:
         for name in ("W_1", "b_1", "W_2", "b_2"):
-            _floating(name, getattr(self, name))
+            _floating(name, check_tensor(name, getattr(self, name)))
         if self.W_1.ndim != 2:
             raise ValueError(f"W_1 must have shape (d_in, m), got {tuple(self.W_1.shape)}")
+        check_shape("W_1", self.W_1, (None, None), "(d_in, m)")
         m = self.W_1.shape[1]
         check_shape("b_1", self.b_1, (m,), "(m,)")
         check_shape("W_2", self.W_2, (m, None), "(m, d_out)")
@@ -154,7 +154,7 @@ def relu_forward(params: ReLUParams, inputs: torch.Tensor) -> torch.Tensor:
     """The network output f(x) = ReLU(x W_1 + b_1) W_2 + b_2 for ``inputs`` (T, d_in); returns (T, d_out)."""
     if not isinstance(params, ReLUParams):
         raise TypeError(f"params must be ReLUParams, got {type(params).__name__}")
-    _floating("inputs", inputs)
+    inputs = _floating("inputs", inputs, params.W_1)
     check_shape("inputs", inputs, (None, params.W_1.shape[0]), "(T, d_in)")
     return torch.relu(inputs @ params.W_1 + params.b_1) @ params.W_2 + params.b_2
 
@@ -165,10 +165,10 @@ def fcn_inputs(contexts: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
     ``contexts`` (T, n, d) or shared (n, d); ``queries`` (T, d). Returns (T, (n+1) d), the input of
     Proposition 3's ReLU network, which cannot tell context tokens from the query.
     """
-    _floating("queries", queries)
+    queries = _floating("queries", queries)
     check_shape("queries", queries, (None, None), "(T, d)")
     T, d = queries.shape
-    _floating("contexts", contexts)
+    contexts = _floating("contexts", contexts, queries)
     if contexts.ndim == 2:
         check_shape("contexts", contexts, (None, d), "shared (n, d)")
         flat = contexts.reshape(1, -1).expand(T, -1)      # (T, n*d), the shared context repeated
@@ -183,7 +183,7 @@ def fcn_inputs(contexts: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
 
 
 def relu_hard_dataset(context_size: int, dim: int, hidden: int, *, out_dim: int = 1,
-                      generator: torch.Generator, dtype: torch.dtype | None = None,
+                      generator: torch.Generator | None = None, dtype: torch.dtype | None = None,
                       device: torch.device | str | None = None) -> MemorizationTask:
     """The dataset of Mahdavi et al.'s proof of Proposition 3 (Appendix F), with T one above the bound.
 
@@ -200,7 +200,7 @@ def relu_hard_dataset(context_size: int, dim: int, hidden: int, *, out_dim: int 
     d_out = positive_int("out_dim", out_dim)
     if n >= d:
         raise ValueError(f"Proposition 3 needs context size n < d, got n = {n} >= d = {d}")
-    gen = _generator(generator)
+    gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
     T = math.floor(float(bounds.relu_capacity(n, m, d_out))) + 1
     x = torch.randn((T, n), generator=gen, dtype=torch.float64, device=gen.device)
@@ -231,7 +231,7 @@ class ReLUFit:
 
 def fit_relu(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *, restarts: int = 4,
              steps: int = 3000, lr: float = 1e-2, checkpoints: int = 30,
-             generator: torch.Generator) -> ReLUFit:
+             generator: torch.Generator | None = None) -> ReLUFit:
     """Train ``restarts`` two-layer ReLU networks with m = ``hidden`` units to fit ``labels`` by Adam.
 
     ``inputs`` (T, d_in), ``labels`` (T, d_out). All restarts are trained at once (a leading restart
@@ -240,10 +240,10 @@ def fit_relu(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *, restart
     Training only ever shows an *upper* bound on the best achievable residual; see
     :func:`relu_residual_lower_bound` for a lower bound.
     """
-    _floating("inputs", inputs)
+    inputs = _floating("inputs", inputs)
     check_shape("inputs", inputs, (None, None), "(T, d_in)")
     T, d_in = inputs.shape
-    _floating("labels", labels)
+    labels = _floating("labels", labels, inputs)
     check_shape("labels", labels, (T, None), "(T, d_out)")
     if labels.dtype != inputs.dtype or labels.device != inputs.device:
         raise ValueError(f"labels ({labels.dtype}, {labels.device}) must share the inputs' dtype and device "
@@ -253,7 +253,7 @@ def fit_relu(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *, restart
     n_steps = positive_int("steps", steps)
     lr = positive_real("lr", lr)
     n_checks = positive_int("checkpoints", checkpoints)
-    gen = _generator(generator)
+    gen = _resolve.generator(generator)
     d_out = labels.shape[1]
     dev, dtype = inputs.device, inputs.dtype
 
@@ -290,7 +290,7 @@ def fit_relu(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *, restart
 
 def _check_affine_general_position(x: torch.Tensor) -> torch.Tensor:
     """Validate points ``x`` (T, k) with T > k + 1 in affine general position; return them in float64."""
-    _floating("inputs", x)
+    x = _floating("inputs", x)
     check_shape("inputs", x, (None, None), "(T, k)")
     T, k = x.shape
     if T <= k + 1:
@@ -350,10 +350,10 @@ def relu_residual_lower_bound(inputs: torch.Tensor, labels: torch.Tensor, hidden
     exhaustive), and all multisets of m of them are examined (a ``ValueError`` naming ``max_tuples``
     when there are more). Returns ``bound`` (float), ``patterns`` (K) and ``tuples`` examined.
     """
-    _floating("inputs", inputs)
+    inputs = _floating("inputs", inputs)
     check_shape("inputs", inputs, (None, None), "(T, k)")
     T = inputs.shape[0]
-    _floating("labels", labels)
+    labels = _floating("labels", labels, inputs)
     check_shape("labels", labels, (T, None), "(T, d_out)")
     m = positive_int("hidden", hidden)
     max_tuples = positive_int("max_tuples", max_tuples)
@@ -418,6 +418,8 @@ def apply_self_attention(params: MHAParams, contexts: torch.Tensor,
         raise TypeError(f"params must be MHAParams, got {type(params).__name__}")
     if params.out_dim != params.dim:
         raise ValueError(f"the layer must map R^d to R^d, got d = {params.dim} and d_out = {params.out_dim}")
+    contexts = _floating("contexts", contexts, params.W_K)
+    queries = _floating("queries", queries, params.W_K)
     new_queries = mha_forward(params, contexts, queries)                   # (T, d)
     if contexts.ndim == 2:
         return mha_forward(params, contexts, contexts), new_queries       # (n, d): the shared context
@@ -427,7 +429,7 @@ def apply_self_attention(params: MHAParams, contexts: torch.Tensor,
     return new.reshape(T, n, d), new_queries
 
 
-def cls_token_data(examples: int, context_size: int, dim: int, *, generator: torch.Generator,
+def cls_token_data(examples: int, context_size: int, dim: int, *, generator: torch.Generator | None = None,
                    dtype: torch.dtype | None = None,
                    device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """ViT-like data: every query is the same [CLS] token, which is also row 0 of every context.
@@ -439,7 +441,7 @@ def cls_token_data(examples: int, context_size: int, dim: int, *, generator: tor
     T = positive_int("examples", examples)
     n = positive_int("context_size", context_size)
     d = positive_int("dim", dim)
-    gen = _generator(generator)
+    gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
     cls = torch.randn((d,), generator=gen, dtype=torch.float64, device=gen.device)
     patches = torch.randn((T, n - 1, d), generator=gen, dtype=torch.float64, device=gen.device)

@@ -1,0 +1,24 @@
+"""Adam on the rows of a stack, with a per-model learning rate and per-model freezing."""
+from __future__ import annotations
+
+import torch
+
+
+def adam_update(flat: torch.Tensor, grad: torch.Tensor, state: dict, lr: torch.Tensor,
+                 active: torch.Tensor, betas: tuple[float, float], eps: float) -> None:
+    """One Adam step (Kingma & Ba; torch.optim.Adam's formula) on the rows of ``flat`` (m, P) of active models.
+
+    ``lr``: (m,) learning rate per model; ``active``: (m,) bool. Inactive models keep weights, moments
+    and step count bit for bit: a frozen model stays frozen exactly.
+    """
+    b1, b2 = betas
+    on = active[:, None]                                                      # (m, 1)
+    state["t"] = state["t"] + active.long()                                   # (m,) updates applied
+    t = state["t"].to(torch.float64).clamp(min=1)
+    c1 = (1 - b1 ** t).to(flat.dtype)[:, None]                                # bias corrections (m, 1)
+    c2 = (1 - b2 ** t).to(flat.dtype)[:, None]
+    m1, m2 = state["m"], state["v"]
+    m1.copy_(torch.where(on, b1 * m1 + (1 - b1) * grad, m1))
+    m2.copy_(torch.where(on, b2 * m2 + (1 - b2) * grad * grad, m2))
+    step = (lr[:, None] / c1) * m1 / (m2.sqrt() / c2.sqrt() + eps)
+    flat.sub_(torch.where(on, step, torch.zeros_like(step)))

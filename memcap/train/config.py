@@ -1,0 +1,88 @@
+"""How a stack is trained: :class:`TrainConfig` (optimizer, schedule, batches, early stop, dtype, device)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from memcap._checks import check_bool, positive_int, positive_real
+from memcap.device import pick_device
+from memcap.train.schedule import SCHEDULES
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How every model of a stack is trained.
+
+    ``steps``: optimizer steps per model; with ``epochs`` set, a model with T examples trains for
+    max(steps, epochs*T // batch_size) steps (Mahdavi et al.: max(500 epochs, 50k steps)).
+    ``batch_size`` B (None: the full training set every step). ``lr`` peak learning rate;
+    ``schedule`` one of :data:`SCHEDULES`; ``warmup_fraction`` and ``warmup_start_factor`` shape the
+    warm-up (5 % of the steps, from 1 % of ``lr``, in Mahdavi et al.'s code). ``betas``, ``eps``: Adam's.
+    ``early_stop``: freeze a classification model once it reaches 100 % training accuracy, checked on the
+    full training set every ``eval_every`` steps. ``dtype``: 'float32' or 'float64'; ``device``: None
+    means :func:`memcap.device.pick_device`.
+    """
+
+    steps: int = 1000
+    epochs: int | None = None
+    batch_size: int | None = 256
+    lr: float = 1e-3
+    schedule: str = "warmup_cosine"
+    warmup_fraction: float = 0.05
+    warmup_start_factor: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    early_stop: bool = True
+    eval_every: int = 500
+    dtype: str = "float32"
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        positive_int("steps", self.steps)
+        if self.epochs is not None:
+            positive_int("epochs", self.epochs)
+        if self.batch_size is not None:
+            positive_int("batch_size", self.batch_size)
+        positive_real("lr", self.lr)
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if not 0.0 <= float(self.warmup_fraction) < 1.0:
+            raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
+        if not 0.0 < float(self.warmup_start_factor) <= 1.0:
+            raise ValueError(f"warmup_start_factor must lie in (0, 1], got {self.warmup_start_factor}")
+        betas = tuple(self.betas)
+        if len(betas) != 2 or not all(0.0 <= float(b) < 1.0 for b in betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
+        object.__setattr__(self, "betas", (float(betas[0]), float(betas[1])))
+        positive_real("eps", self.eps)
+        check_bool("early_stop", self.early_stop)
+        positive_int("eval_every", self.eval_every)
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        if self.device is not None:
+            pick_device(self.device)
+
+    def steps_for(self, examples: int) -> int:
+        """Optimizer steps of a model with T = ``examples`` training examples."""
+        T = positive_int("examples", examples)
+        if self.epochs is None:
+            return self.steps
+        batch = T if self.batch_size is None else self.batch_size
+        return max(self.steps, self.epochs * T // batch)
+
+    def to_dict(self) -> dict:
+        """JSON-able form (``betas`` as a list)."""
+        record = asdict(self)
+        record["betas"] = list(self.betas)
+        return record
+
+    @classmethod
+    def from_dict(cls, record: dict) -> "TrainConfig":
+        """Inverse of :meth:`to_dict`; unknown keys are refused."""
+        if not isinstance(record, dict):
+            raise TypeError(f"record must be a dict, got {type(record).__name__}")
+        unknown = sorted(set(record) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"record has keys {unknown} that TrainConfig does not know")
+        record = dict(record)
+        if "betas" in record:
+            record["betas"] = tuple(record["betas"])
+        return cls(**record)

@@ -1,0 +1,195 @@
+"""Stacked forward passes: m models of one family evaluated at once, with a leading model axis.
+
+These are the training engine's fast paths (per-model keys and values of a shared context computed
+once, a softmax written out for short rows, zero-padding masks). The readable definitions of the two
+models are :func:`memcap.models.mha_forward` and :func:`memcap.models.aot_forward`;
+``tests/test_train.py`` checks that model i of a stack equals them on its slice.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from memcap._checks import check_shape, check_tensor, float_input, id_tensor
+
+def _softmax(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis, written out: torch's CPU kernel is ~5x slower on short rows (n, S <= 64)."""
+    shifted = scores - scores.amax(-1, keepdim=True)                          # -inf entries (padding) give 0
+    weights = shifted.exp()
+    return weights / weights.sum(-1, keepdim=True)
+
+
+def _mha_core(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: torch.Tensor,
+              scale: float, token_bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eqs. (1)-(5) for a stack, without validation: returns (o (m, B, d), theta (m, B, H, n)).
+
+    ``contexts``: shared (m, n, d) or per example (m, B, n, d); ``queries``: (m, B, d). For a shared
+    context the keys K_h = E W_K,h and values V_h = E W_V,h are computed once per model, not per
+    example (Mahdavi et al.'s code recomputes them for every example). ``token_bias`` (m, n): 0 for a
+    context token, -inf for padding, so padded tokens get attention exactly 0.
+    """
+    m, B, _ = queries.shape
+    q = torch.einsum("mhdk,mbd->mbhk", params["W_Q"], queries)              # (m, B, H, d_h)
+    if contexts.ndim == 3:
+        keys = torch.einsum("mnd,mhdk->mhnk", contexts, params["W_K"])      # (m, H, n, d_h), once
+        values = torch.einsum("mnd,mhdv->mhnv", contexts, params["W_V"])    # (m, H, n, d_v), once
+        scores = scale * torch.einsum("mhnk,mbhk->mbhn", keys, q)   # (m, B, H, n), Eq. (1)
+        if token_bias is not None:
+            scores = scores + token_bias[:, None, None, :]
+        theta = _softmax(scores)                                              # Eq. (2)
+        p = torch.einsum("mbhn,mhnv->mbhv", theta, values)                  # (m, B, H, d_v), Eqs. (3)-(4)
+    else:
+        u = torch.einsum("mhdk,mbhk->mbhd", params["W_K"], q)               # (m, B, H, d): W_K,h W_Q,h^T e
+        scores = scale * torch.einsum("mbnd,mbhd->mbhn", contexts, u)   # (m, B, H, n), Eq. (1)
+        if token_bias is not None:
+            scores = scores + token_bias[:, None, None, :]
+        theta = _softmax(scores)                                              # Eq. (2)
+        z = torch.einsum("mbhn,mbnd->mbhd", theta, contexts)                # (m, B, H, d), Eq. (3)
+        p = torch.einsum("mbhd,mhdv->mbhv", z, params["W_V"])               # (m, B, H, d_v), Eq. (4)
+    o = torch.bmm(p.reshape(m, B, -1), params["W_O"])                       # (m, B, H*d_v) @ (m, H*d_v, d), Eq. (5)
+    return o, theta
+
+
+def _mahdavi_embed(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: torch.Tensor,
+                   positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Embedding of raw tokens, x W_E + b_E + pos, query at position 0, context token i at position i."""
+    W_E, b_E = params["W_E"], params["b_E"]
+    e = torch.einsum("mbi,mid->mbd", queries, W_E) + b_E[:, None, :] + positions[0]   # (m, B, d)
+    if contexts.ndim == 3:
+        E = torch.einsum("mni,mid->mnd", contexts, W_E) + b_E[:, None, :]              # (m, n, d)
+    else:
+        E = torch.einsum("mbni,mid->mbnd", contexts, W_E) + b_E[:, None, None, :]     # (m, B, n, d)
+    return E + positions[1:], e
+
+
+def mha_outputs(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: torch.Tensor,
+                 positions: torch.Tensor | None,
+                 token_bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """y_hat (m, B, d_out) and theta (m, B, H, n) of a stack of MHA models, without validation."""
+    if positions is None:
+        o, theta = _mha_core(params, contexts, queries, 1.0, token_bias)
+        return torch.bmm(o, params["W_D"]), theta                            # Eq. (6)
+    E, e = _mahdavi_embed(params, contexts, queries, positions)
+    o, theta = _mha_core(params, E, e, 1.0 / math.sqrt(e.shape[-1]), token_bias)
+    return torch.bmm(o, params["W_D"]) + params["b_D"][:, None, :], theta
+
+
+def aot_outputs(params: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+    """Logits (m, B, N) of a stack of AoTs (Dana et al., Eqs. (1)-(2)), MLP of Section 4.2.1 if present."""
+    m = tokens.shape[0]
+    rows = torch.arange(m, device=tokens.device)[:, None, None]
+    x = params["token_embedding"][rows, tokens] + params["positional_embedding"][:, None, :, :]   # (m, B, S, d)
+    x_last = x[:, :, -1, :]                                                  # (m, B, d)
+    heads_in = x                                                             # (m, B, S, d_in), d_in = d
+    if "W_C" in params and params["W_C"].shape[1] > 0:                       # shared compression, d_in = d_h
+        heads_in = torch.einsum("mkd,mbsd->mbsk", params["W_C"], x)
+    q = torch.einsum("mhkd,mbd->mbhk", params["W_Q"], heads_in[:, :, -1, :])  # (m, B, H, d_h)
+    u = torch.einsum("mhkd,mbhk->mbhd", params["W_K"], q)                    # (m, B, H, d_in)
+    a = _softmax(torch.einsum("mbsd,mbhd->mbhs", heads_in, u))               # (m, B, H, S)
+    A = torch.einsum("mbhs,mbsd->mbhd", a, heads_in)                         # (m, B, H, d_in)
+    v = torch.einsum("mhkd,mbhd->mbhk", params["W_V"], A)                    # (m, B, H, d_h)
+    r = x_last + torch.einsum("mhek,mbhk->mbe", params["W_O"], v)            # (m, B, d)
+    if "W_1" in params and params["W_1"].shape[1] > 0:
+        hidden = F.gelu(torch.einsum("mwd,mbd->mbw", params["W_1"], r))      # (m, B, w)
+        r = r + torch.einsum("mdw,mbw->mbd", params["W_2"], hidden)          # (W_2 GELU(W_1 r) + I_d) r
+    return torch.einsum("mnd,mbd->mbn", params["W_U"], r)                    # (m, B, N)
+
+
+def _check_stack(params: dict[str, torch.Tensor], required: Sequence[str]) -> int:
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of stacked tensors, got {type(params).__name__}")
+    missing = [name for name in required if name not in params]
+    if missing:
+        raise ValueError(f"params lacks the stacked weights {missing}")
+    first = check_tensor(f"params[{required[0]!r}]", params[required[0]])
+    m = first.shape[0] if first.ndim else 0
+    if m == 0:
+        raise ValueError(f"params[{required[0]!r}] must have a model axis m >= 1 first, got {tuple(first.shape)}")
+    for name, t in params.items():
+        float_input(f"params[{name!r}]", check_tensor(f"params[{name!r}]", t))
+        if t.ndim == 0 or t.shape[0] != m:
+            raise ValueError(f"params[{name!r}] must have the model axis m = {m} first, got {tuple(t.shape)}")
+    return m
+
+
+def _shape(params: dict[str, torch.Tensor], name: str, spec: tuple[int | None, ...], symbols: str, *,
+           allow_empty: bool = False) -> torch.Tensor:
+    """``params[name]`` checked against ``spec`` (see :func:`memcap._checks.check_shape`), named as such."""
+    if name not in params:
+        raise ValueError(f"params lacks the stacked weight {name!r} {symbols}")
+    return check_shape(f"params[{name!r}]", params[name], spec, symbols, allow_empty=allow_empty)
+
+
+def mha_forward_stacked(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: torch.Tensor,
+                        positions: torch.Tensor | None = None) -> torch.Tensor:
+    """y_hat of m MHA models at once (Mahdavi et al., Eqs. (1)-(6)); model i sees row i of every input.
+
+    ``params``: W_K, W_Q (m, H, d, d_h), W_V (m, H, d, d_v), W_O (m, H*d_v, d), W_D (m, d, d_out), and with
+    ``positions`` (n+1, d) also W_E (m, d, d), b_E (m, d), b_D (m, d_out) (Mahdavi et al.'s experimental
+    model: embedding, positions, scores / sqrt(d)). ``contexts``: shared (m, n, d) or (m, B, n, d);
+    ``queries``: (m, B, d). Returns (m, B, d_out). Without ``positions`` model i equals
+    :func:`memcap.models.mha_forward` on its slice.
+    """
+    m = _check_stack(params, ("W_K", "W_Q", "W_V", "W_O", "W_D") + (("W_E", "b_E", "b_D") if positions is not None else ()))
+    W_K = params["W_K"]
+    if W_K.ndim != 4:
+        raise ValueError(f"params['W_K'] must have shape (m, H, d, d_h), got {tuple(W_K.shape)}")
+    _, H, d, d_h = W_K.shape
+    _shape(params, "W_K", (m, H, d, d_h), "(m, H, d, d_h)")
+    _shape(params, "W_Q", (m, H, d, d_h), "(m, H, d, d_h)")
+    d_v = _shape(params, "W_V", (m, H, d, None), "(m, H, d, d_v)").shape[3]
+    _shape(params, "W_O", (m, H * d_v, d), "(m, H*d_v, d)")
+    d_out = _shape(params, "W_D", (m, d, None), "(m, d, d_out)").shape[2]
+    d_raw = d   # the width of the raw tokens: d, or the embedding's input width
+    if positions is not None:
+        d_raw = _shape(params, "W_E", (m, None, d), "(m, d_in, d)").shape[1]
+        _shape(params, "b_E", (m, d), "(m, d)")
+        _shape(params, "b_D", (m, d_out), "(m, d_out)")
+    queries = float_input("queries", queries, W_K)
+    contexts = float_input("contexts", contexts, W_K)
+    check_shape("queries", queries, (m, None, d_raw), "(m, B, d)")
+    B = queries.shape[1]
+    if contexts.ndim == 3:
+        check_shape("contexts", contexts, (m, None, d_raw), "shared (m, n, d)")
+    else:
+        check_shape("contexts", contexts, (m, B, None, d_raw), "(m, B, n, d)")
+    if positions is not None:
+        positions = float_input("positions", positions, W_K)
+        check_shape("positions", positions, (contexts.shape[-2] + 1, d), "(n+1, d)")
+    return mha_outputs(params, contexts, queries, positions)[0]
+
+
+def aot_forward_stacked(params: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+    """Last-position logits of m AoTs at once (Dana et al., Eqs. (1)-(2); with W_1, W_2 their Section 4.2.1).
+
+    ``params``: token_embedding (m, N, d), positional_embedding (m, S, d), W_Q, W_K, W_V (m, H, d_h, d),
+    W_O (m, H, d, d_h), W_U (m, N, d), optionally W_1 (m, w, d), W_2 (m, d, w), and W_C (m, d_h, d) for
+    the shared-compression variant (then W_Q, W_K, W_V are (m, H, d_h, d_h)). ``tokens``: (m, B, S) ids.
+    Returns (m, B, N). Without W_1 and W_C model i equals :func:`memcap.models.aot_forward` on its slice.
+    """
+    m = _check_stack(params, ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U"))
+    N, d = _shape(params, "token_embedding", (m, None, None), "(m, N, d)").shape[1:]
+    S = _shape(params, "positional_embedding", (m, None, d), "(m, S, d)").shape[1]
+    tokens = id_tensor("tokens", tokens, device=params["token_embedding"].device)
+    check_shape("tokens", tokens, (m, None, S), "(m, B, S)")
+    d_in = d
+    if "W_C" in params:   # shared compression (W_C of shape (m, 0, d) when absent): heads act on z in R^{d_h}
+        if _shape(params, "W_C", (m, None, d), "(m, d_h, d)", allow_empty=True).shape[1] > 0:
+            d_in = params["W_C"].shape[1]
+    if params["W_Q"].ndim != 4:
+        raise ValueError(f"params['W_Q'] must have shape (m, H, d_h, d), got {tuple(params['W_Q'].shape)}")
+    H, d_h = params["W_Q"].shape[1:3]
+    for name in ("W_Q", "W_K", "W_V"):
+        _shape(params, name, (m, H, d_h, d_in), f"(m, H, d_h, {'d_h' if d_in != d else 'd'})")
+    _shape(params, "W_O", (m, H, d, d_h), "(m, H, d, d_h)")
+    _shape(params, "W_U", (m, N, d), "(m, N, d)")
+    if "W_1" in params or "W_2" in params:   # the MLP of Section 4.2.1 (width w = 0: none)
+        w = _shape(params, "W_1", (m, None, d), "(m, w, d)", allow_empty=True).shape[1]
+        _shape(params, "W_2", (m, d, w), "(m, d, w)", allow_empty=True)
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= N:
+        raise ValueError(f"tokens must be ids in [0, N) = [0, {N}), got {low if low < 0 else high}")
+    return aot_outputs(params, tokens)

@@ -1,0 +1,189 @@
+"""The training loop: group specs into stacks, train each stack, gather the results in order."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from memcap._checks import positive_int
+from memcap.device import pick_device
+from memcap.train.adam import adam_update
+from memcap.train.config import TrainConfig
+from memcap.train.schedule import lr_factor
+from memcap.train.specs import AoTSpec, MHASpec, Spec
+from memcap.train.stack import Stack
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What training a list of models produced, in the order of ``specs``.
+
+    ``accuracy`` (k,): full-training-set accuracy (NaN for regression); ``loss`` (k,): mean training loss
+    (cross-entropy, or mean squared error per output for regression); ``memorized`` (k,): accuracy = 100 %;
+    ``steps`` (k,): updates applied; ``stop_step`` (k,): the update after which early stop froze the model
+    (-1: never); ``history_steps`` (e,) and ``history_accuracy``/``history_loss`` (e, k): the periodic
+    evaluations; ``params``: per-model weights as NumPy arrays when ``keep_params`` was set.
+    """
+
+    specs: tuple[Spec, ...]
+    accuracy: np.ndarray
+    loss: np.ndarray
+    memorized: np.ndarray
+    steps: np.ndarray
+    stop_step: np.ndarray
+    history_steps: np.ndarray
+    history_accuracy: np.ndarray
+    history_loss: np.ndarray
+    seconds: float
+    device: str
+    params: tuple[dict[str, np.ndarray], ...] | None = field(default=None)
+
+    def records(self) -> list[dict]:
+        """One JSON-able dict per model: its spec's fields plus accuracy, loss, memorized, steps, stop_step."""
+        out = []
+        for i, spec in enumerate(self.specs):
+            acc = float(self.accuracy[i])
+            out.append({**spec.to_dict(), "accuracy": None if math.isnan(acc) else acc,
+                        "loss": float(self.loss[i]), "memorized": bool(self.memorized[i]),
+                        "steps": int(self.steps[i]), "stop_step": int(self.stop_step[i])})
+        return out
+
+
+def _batch_indices(gens: list[torch.Generator], counts: list[int], chunk: int, batch: int) -> torch.Tensor:
+    """(chunk, m, B) indices, row i drawn with replacement from [0, T_i) by model i's own generator."""
+    return torch.stack([torch.randint(T, (chunk, batch), generator=g) for g, T in zip(gens, counts)], dim=1)
+
+
+def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.device, dtype: torch.dtype,
+                 keep_params: bool) -> dict:
+    """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`)."""
+    stack = Stack(specs, dtype, device)
+    m = len(specs)
+    counts = [int(c) for c in stack.counts.cpu()]
+    total = torch.tensor([config.steps_for(c) for c in counts], device=device)   # (m,) steps per model
+    max_steps = int(total.max())
+    gens = [torch.Generator().manual_seed(10_007 * s.seed + 1) for s in specs]   # batches: own stream
+    flat = stack.flat
+    state = {"t": torch.zeros(m, dtype=torch.long, device=device),
+             "m": torch.zeros_like(flat), "v": torch.zeros_like(flat)}
+    stopped = torch.zeros(m, dtype=torch.bool, device=device)
+    stop_step = torch.full((m,), -1, dtype=torch.long, device=device)
+    full = config.batch_size is None
+    T_max = max(counts)
+    history_steps, history_acc, history_loss = [], [], []
+    chunk = 256
+    total_cpu = total.cpu().to(torch.float64)
+    if full:
+        idx = torch.arange(T_max, device=device).expand(m, -1)
+        weight = (idx < stack.counts[:, None]).to(dtype)
+    else:
+        ones = torch.ones((m, config.batch_size), dtype=dtype, device=device)
+    for step in range(max_steps):
+        active = ~stopped & (step < total)
+        if not bool(active.any()):
+            break
+        if not full:
+            weight = ones
+        if step % chunk == 0:   # learning rates and batch indices for the next `chunk` steps
+            steps_ahead = torch.arange(step, step + chunk, dtype=torch.float64)[:, None]    # (chunk, 1)
+            lr_chunk = (config.lr * lr_factor(steps_ahead, total_cpu, schedule=config.schedule,
+                                              warmup_fraction=config.warmup_fraction,
+                                              start_factor=config.warmup_start_factor)).to(device, dtype)
+            if not full:
+                idx_chunk = _batch_indices(gens, counts, chunk, config.batch_size).to(device)
+        if not full:
+            idx = idx_chunk[step % chunk]
+        loss, _ = stack.losses(stack.views(flat), idx, weight)
+        (grad,) = torch.autograd.grad(loss.sum(), [flat])
+        with torch.no_grad():
+            adam_update(flat, grad, state, lr_chunk[step % chunk], active, config.betas, config.eps)
+        if (step + 1) % config.eval_every == 0:
+            eval_loss, correct = stack.evaluate(stack.views(flat))
+            history_steps.append(step + 1)
+            history_acc.append((correct.double() / stack.counts).cpu().numpy())
+            history_loss.append(eval_loss.cpu().numpy())
+            if config.early_stop and stack.classification:
+                newly = active & (correct == stack.counts)
+                stop_step[newly] = step + 1
+                stopped |= newly
+    eval_loss, correct = stack.evaluate(stack.views(flat))
+    accuracy = (correct.double() / stack.counts).cpu().numpy() if stack.classification else np.full(m, np.nan)
+    result = {
+        "accuracy": accuracy, "loss": eval_loss.cpu().numpy(),
+        "memorized": (correct == stack.counts).cpu().numpy() if stack.classification else np.zeros(m, bool),
+        "steps": state["t"].cpu().numpy(), "stop_step": stop_step.cpu().numpy(),
+        "history_steps": np.asarray(history_steps, dtype=np.int64),
+        "history_accuracy": np.stack(history_acc) if history_acc else np.zeros((0, m)),
+        "history_loss": np.stack(history_loss) if history_loss else np.zeros((0, m)),
+        "params": None,
+    }
+    if keep_params:
+        result["params"] = [stack.unpadded(flat.detach(), i) for i in range(m)]
+    return result
+
+
+def group_by_shape(specs: Sequence[Spec]) -> list[list[int]]:
+    """Indices of ``specs`` grouped by :meth:`MHASpec.shape_key` / :meth:`AoTSpec.shape_key`, in order of first
+    appearance (one stack each)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, (MHASpec, AoTSpec)):
+            raise TypeError(f"specs[{i}] must be an MHASpec or AoTSpec, got {type(spec).__name__}")
+        groups.setdefault(spec.shape_key(), []).append(i)
+    return list(groups.values())
+
+
+def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, keep_params: bool = False,
+                 max_stack: int | None = None) -> TrainResult:
+    """Train every model of ``specs`` and evaluate it on its full training set.
+
+    Models are grouped by ``shape_key``; each group (zero-padded exactly, split into stacks of at most
+    ``max_stack`` models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
+    :class:`TrainResult` in the order of ``specs``.
+    """
+    specs = tuple(specs)
+    if not specs:
+        raise ValueError("specs must hold at least one model, got an empty list")
+    config = TrainConfig() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if max_stack is not None:
+        positive_int("max_stack", max_stack)
+    device = pick_device(config.device)
+    dtype = torch.float64 if config.dtype == "float64" else torch.float32
+    k = len(specs)
+    keys = ("accuracy", "loss", "memorized", "steps", "stop_step")
+    merged = {"accuracy": np.full(k, np.nan), "loss": np.zeros(k), "memorized": np.zeros(k, bool),
+              "steps": np.zeros(k, np.int64), "stop_step": np.full(k, -1, np.int64)}
+    params: list = [None] * k
+    hist_steps: list[int] = []
+    hist: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
+    start = time.perf_counter()
+    for group in group_by_shape(specs):
+        size = len(group) if max_stack is None else max_stack
+        for lo in range(0, len(group), size):
+            part = group[lo:lo + size]
+            out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params)
+            for key in keys:
+                merged[key][part] = out[key]
+            for e, s in enumerate(out["history_steps"]):
+                accs, losses = hist.setdefault(int(s), ({}, {}))
+                for j, i in enumerate(part):
+                    accs[i], losses[i] = out["history_accuracy"][e, j], out["history_loss"][e, j]
+            if keep_params:
+                for j, i in enumerate(part):
+                    params[i] = out["params"][j]
+    hist_steps = sorted(hist)
+    h_acc = np.full((len(hist_steps), k), np.nan)
+    h_loss = np.full((len(hist_steps), k), np.nan)
+    for e, s in enumerate(hist_steps):
+        for i, v in hist[s][0].items():
+            h_acc[e, i] = v
+        for i, v in hist[s][1].items():
+            h_loss[e, i] = v
+    return TrainResult(specs=specs, history_steps=np.asarray(hist_steps, np.int64), history_accuracy=h_acc,
+                       history_loss=h_loss, seconds=time.perf_counter() - start, device=str(device),
+                       params=tuple(params) if keep_params else None, **merged)

@@ -1,0 +1,56 @@
+"""The learning-rate schedules: Mahdavi et al.'s linear warm-up then cosine decay, Dana et al.'s constant."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from memcap._checks import finite_real, real_tensor
+
+SCHEDULES = ("warmup_cosine", "constant")
+"""Learning-rate schedules: Mahdavi et al.'s linear warm-up + cosine decay to 0, or Dana et al.'s constant."""
+
+
+def _as_steps(name: str, value: object) -> torch.Tensor:
+    """A step count (a number, or a non-empty tensor/array of them) as a finite float64 tensor."""
+    if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_)):
+        return torch.tensor(finite_real(name, value), dtype=torch.float64)
+    t = real_tensor(name, value)
+    if t.numel() == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
+    return t.to(torch.float64)
+
+
+def lr_factor(step: torch.Tensor | int, total_steps: torch.Tensor | int, *, schedule: str = "warmup_cosine",
+              warmup_fraction: float = 0.05, start_factor: float = 0.01) -> torch.Tensor:
+    """Multiplier of the peak learning rate used by update number ``step`` (0-based) of ``total_steps``.
+
+    'warmup_cosine' (Mahdavi et al.'s code): W = floor(warmup_fraction * total) warm-up steps rising
+    linearly from ``start_factor`` to 1, then 0.5 (1 + cos(pi (step - W) / (total - W))) down to 0 at
+    step = total. 'constant': 1 (Dana et al. use Adam's default rate throughout). Works elementwise on
+    tensors, so a stack of models with different ``total_steps`` gets one factor per model.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    step_t = _as_steps("step", step)
+    total_t = _as_steps("total_steps", total_steps)
+    warmup_fraction = finite_real("warmup_fraction", warmup_fraction)
+    if not 0.0 <= warmup_fraction < 1.0:
+        raise ValueError(f"warmup_fraction must lie in [0, 1), got {warmup_fraction}")
+    start_factor = finite_real("start_factor", start_factor)
+    if not 0.0 < start_factor <= 1.0:
+        raise ValueError(f"start_factor must lie in (0, 1], got {start_factor}")
+    if bool((total_t <= 0).any()):
+        raise ValueError(f"total_steps must be positive, got {total_steps}")
+    if bool((step_t < 0).any()):
+        raise ValueError(f"step must be non-negative, got {step}")
+    if schedule == "constant":
+        shape = torch.broadcast_shapes(step_t.shape, total_t.shape)
+        return torch.ones(shape, dtype=torch.float64, device=step_t.device)
+    warm = torch.floor(total_t * warmup_fraction)
+    ramp = start_factor + (1.0 - start_factor) * step_t / warm.clamp(min=1.0)
+    phase = ((step_t - warm) / (total_t - warm)).clamp(0.0, 1.0)
+    cosine = 0.5 * (1.0 + torch.cos(math.pi * phase))
+    return torch.where(step_t < warm, ramp, cosine)

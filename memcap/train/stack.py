@@ -1,0 +1,120 @@
+"""One stack: the models of one ``shape_key`` as rows of a single weight tensor, with their data.
+
+All weights of model i live in row i of one leaf tensor ``flat`` (m, P), so one backward pass and one
+Adam step (``memcap.train.adam.adam_update``) serve every model; :meth:`Stack.views` gives the named
+stacked weights as views into it for the forwards of :mod:`memcap.train.forward`.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from memcap.data import sinusoidal_positions
+from memcap.train.forward import aot_outputs, mha_outputs
+from memcap.train.prepare import init_one, max_shape, pad_to, stack_data
+from memcap.train.specs import AoTSpec, MHASpec, Spec
+
+EVAL_BUDGET = 2 ** 24
+"""Largest number of activation entries one evaluation chunk may hold (keeps GPU and CPU memory bounded)."""
+
+
+class Stack:
+    """Models of one ``shape_key``, zero-padded to one shape: stacked weights, data, forward on a batch."""
+
+    def __init__(self, specs: Sequence[Spec], dtype: torch.dtype, device: torch.device) -> None:
+        self.specs = list(specs)
+        self.classification = specs[0].task == "classification"
+        inits = [init_one(s) for s in specs]
+        self.true_shapes = [{name: tuple(t.shape) for name, t in p.items()} for p in inits]
+        padded = {name: max_shape([p[name] for p in inits]) for name in inits[0]}   # largest model of the stack
+        if isinstance(specs[0], MHASpec):   # W_O (H*d_v, d) is head-major: pad it head by head
+            d_v, H_max = specs[0].value_dim, max(s.heads for s in specs)
+            for p in inits:
+                p["W_O"] = pad_to(p["W_O"].reshape(-1, d_v, p["W_O"].shape[1]),
+                                   (H_max, d_v, p["W_O"].shape[1])).reshape(H_max * d_v, -1)
+        self.layout: list[tuple[str, tuple[int, ...], int, int]] = []   # (name, shape, start, end)
+        start = 0
+        for name, shape in padded.items():
+            size = int(np.prod(shape))
+            self.layout.append((name, shape, start, start + size))
+            start += size
+        # all weights of model i live in row i of one leaf tensor: one gradient, one Adam step
+        flat = torch.stack([torch.cat([pad_to(p[name], padded[name]).reshape(-1) for name in padded])
+                            for p in inits])                                  # (m, P)
+        self.flat = flat.to(device=device, dtype=dtype).requires_grad_()
+        self.data = stack_data(specs, dtype, device)
+        self.positions = None
+        self.token_bias = None
+        s = specs[0]
+        if isinstance(s, MHASpec):
+            n = [spec.context_size for spec in specs]
+            if min(n) < max(n):   # (m, n_max): 0 on a model's own context tokens, -inf on padding
+                valid = torch.arange(max(n))[None, :] < torch.tensor(n)[:, None]
+                self.token_bias = torch.zeros(valid.shape, dtype=dtype).masked_fill(~valid, float("-inf")).to(device)
+            if s.embedding:
+                self.positions = sinusoidal_positions(max(n) + 1, s.dim, dtype=dtype, device=device)
+        self.counts = self.data.counts[self.data.owner]                       # (m,) T of each model
+        self.dtype = dtype
+        if isinstance(s, MHASpec):   # activation entries per example and model, for evaluation chunks
+            H, n_max = max(x.heads for x in specs), max(x.context_size for x in specs)
+            self.per_example = H * (2 * n_max + s.dim) + s.output_width + (0 if s.shared else 2 * n_max * s.dim)
+        else:
+            H, d, w = (max(getattr(x, a) for x in specs) for a in ("heads", "dim", "mlp_width"))
+            self.per_example = H * (s.seq_len + d + max(x.head_dim for x in specs)) + 2 * s.seq_len * d + \
+                2 * s.vocab + w
+
+    def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The named stacked weights (m, ...) as views into the rows of ``flat`` (m, P)."""
+        m = flat.shape[0]
+        return {name: flat[:, a:b].reshape((m,) + shape) for name, shape, a, b in self.layout}
+
+    def unpadded(self, flat: torch.Tensor, i: int) -> dict[str, np.ndarray]:
+        """Model i's weights at their own shapes (padding removed), as NumPy arrays."""
+        out = {}
+        for name, t in self.views(flat).items():
+            shape = self.true_shapes[i][name]
+            w = t[i]
+            if name == "W_O" and isinstance(self.specs[i], MHASpec):   # head-major rows: keep the first H heads
+                w = w[: shape[0]]
+            out[name] = w[tuple(slice(0, k) for k in shape)].cpu().numpy()
+        return out
+
+    def outputs(self, params: dict[str, torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
+        """Model outputs (m, B, out) on examples ``idx`` (m, B) of each model's own training set."""
+        own = self.data.owner[:, None]                                         # (m, 1)
+        if isinstance(self.specs[0], AoTSpec):
+            return aot_outputs(params, self.data.inputs[0][own, idx])
+        contexts, queries = self.data.inputs
+        ctx = contexts[self.data.owner] if self.data.shared else contexts[own, idx]
+        return mha_outputs(params, ctx, queries[own, idx], self.positions, self.token_bias)[0]
+
+    def losses(self, params: dict[str, torch.Tensor], idx: torch.Tensor,
+               weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-model mean loss (m,) and correct count (m,) over examples ``idx`` with 0/1 ``weight`` (m, B)."""
+        out = self.outputs(params, idx)                                        # (m, B, out)
+        y = self.data.labels[self.data.owner[:, None], idx]
+        if self.classification:
+            per = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view_as(weight)
+            correct = ((out.argmax(-1) == y) * weight.bool()).sum(1)
+        else:
+            per = ((out - y) ** 2).mean(-1)                                   # (m, B)
+            correct = torch.zeros_like(self.counts)
+        return (per * weight).sum(1) / weight.sum(1).clamp(min=1), correct
+
+    @torch.no_grad()
+    def evaluate(self, params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Full-training-set (mean loss (m,), correct count (m,)), in chunks that bound memory."""
+        m, T_max = len(self.specs), int(self.counts.max())
+        chunk = max(1, min(T_max, EVAL_BUDGET // (m * self.per_example)))
+        loss_sum = torch.zeros(m, dtype=torch.float64, device=self.counts.device)
+        correct = torch.zeros(m, dtype=torch.long, device=self.counts.device)
+        for start in range(0, T_max, chunk):
+            idx = torch.arange(start, min(start + chunk, T_max), device=self.counts.device).expand(m, -1)
+            weight = (idx < self.counts[:, None]).to(self.dtype)
+            mean, right = self.losses(params, idx, weight)
+            loss_sum += mean.double() * weight.sum(1).double()
+            correct += right
+        return loss_sum / self.counts.double(), correct

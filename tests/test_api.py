@@ -1,0 +1,154 @@
+"""The library's front door and its rules: what is public, the top-level API, imports, generator=None.
+
+"Public" is defined by the ``__all__`` of the modules in :data:`tests.api_cases.PUBLIC_MODULES`.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import memcap
+from tests.api_cases import NO_BAD_INPUT, PUBLIC_MODULES, cases, public_callables
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TRAIN_NAMES_BEFORE_THE_SPLIT = (
+    "MHASpec", "AoTSpec", "Spec", "spec_from_dict", "SCHEDULES", "TrainConfig", "lr_factor", "mha_forward_stacked",
+    "aot_forward_stacked", "TrainResult", "group_by_shape", "train_models", "CapacityResult", "capacity_search",
+    "trained_attention",
+)
+"""The public names of the single-file ``memcap/train.py``; the package must keep every one."""
+
+
+def _defined_names(path: Path) -> set[str]:
+    """Names a module's source binds at top level (functions, classes, assignments), not the imported ones."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                elts = target.elts if isinstance(target, ast.Tuple) else [target]
+                names |= {e.id for e in elts if isinstance(e, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+@pytest.mark.parametrize("module_name", [m for m in PUBLIC_MODULES if m not in ("memcap", "memcap.train")])
+def test_all_lists_every_public_name_of_the_module(module_name):
+    """``__all__`` is exactly the module's own non-underscore names: nothing public is left out of it."""
+    module = importlib.import_module(module_name)
+    public = {n for n in _defined_names(Path(module.__file__)) if not n.startswith("_")}
+    assert set(module.__all__) == public
+
+
+def test_train_package_keeps_every_name_of_the_old_module():
+    import memcap.train as train
+
+    assert set(TRAIN_NAMES_BEFORE_THE_SPLIT) == set(train.__all__)
+    for name in train.__all__:
+        obj = getattr(train, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert obj.__module__ == "memcap.train", name   # documented and pickled under memcap.train
+
+
+def test_every_public_callable_has_a_bad_input_case_or_a_reason():
+    """A new public function fails here until tests/api_cases.py says how to feed it bad input (or why not)."""
+    public, with_case = set(public_callables()), set(cases())
+    assert not with_case & set(NO_BAD_INPUT), "a callable has both a case and a reason"
+    assert public - with_case - set(NO_BAD_INPUT) == set(), "public callables without a case"
+    assert (with_case | set(NO_BAD_INPUT)) - public == set(), "cases for names that are not public"
+    assert all(reason.strip() for reason in NO_BAD_INPUT.values())
+
+
+def test_top_level_api_is_the_modules_functions():
+    for name, module in memcap._API.items():
+        assert getattr(memcap, name) is getattr(importlib.import_module(module), name)
+    assert set(memcap.__all__) == set(memcap._API) <= set(dir(memcap))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        memcap.nope   # noqa: B018
+
+
+def test_import_memcap_is_light():
+    """``import memcap`` loads neither torch nor sympy: the API is imported on first use."""
+    code = "import sys, memcap; print(sorted({'torch', 'sympy', 'numpy'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """memcap modules imported at the top level of ``path`` (imports inside functions are lazy: not edges)."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("memcap")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memcap"):
+            for alias in node.names:   # ``from memcap import bounds`` imports the module memcap.bounds
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if (ROOT / (sub.replace(".", "/") + ".py")).exists()
+                          or (ROOT / sub.replace(".", "/")).is_dir() else node.module)
+    return found - {"memcap", package}
+
+
+def test_no_import_cycles():
+    modules = {}
+    for path in (ROOT / "memcap").rglob("*.py"):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        package = name if rel.name == "__init__" else name.rpartition(".")[0]
+        modules[name] = _imports(path, package)
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        assert state.get(name) != 1, "import cycle: " + " -> ".join(trail + [name])
+        state[name] = 1
+        for dep in sorted(modules.get(name, ())):
+            visit(dep, trail + [name])
+        state[name] = 2
+
+    for name in sorted(modules):
+        visit(name, [])
+
+
+def _tensors(value: object) -> list:
+    """Every tensor and array inside a result (dataclasses, tuples, lists, dicts), in a fixed order."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [t for f in dataclasses.fields(value) for t in _tensors(getattr(value, f.name))]
+    if isinstance(value, dict):
+        return [t for k in sorted(value, key=str) for t in _tensors(value[k])]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+GENERATOR_FUNCTIONS = sorted(name for name, fn in public_callables().items()
+                             if "generator" in inspect.signature(fn).parameters)
+
+
+@pytest.mark.parametrize("name", GENERATOR_FUNCTIONS)
+def test_generator_none_means_a_fresh_generator_seeded_with_0(name, one_thread):
+    fn = public_callables()[name]
+    assert inspect.signature(fn).parameters["generator"].default is None
+    case = cases().get(name)
+    if case is None:
+        pytest.skip(f"{name} takes no bad input; its generator default is checked above")
+    kwargs = case.build(torch.device("cpu"))
+    default, seeded = fn(**kwargs), fn(**kwargs, generator=torch.Generator().manual_seed(0))
+    pairs = list(zip(_tensors(default), _tensors(seeded), strict=True))
+    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in pairs)
+    if not pairs:   # a verdict or a report (bool, None, dict of numbers)
+        assert default == seeded

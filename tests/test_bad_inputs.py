@@ -1,0 +1,107 @@
+"""No bad input through: every public function refuses NaN, inf, empty, wrong-dtype and wrong-shape input.
+
+For every :class:`tests.api_cases.Case` (one per public function that takes tensors, ids, real numbers
+or dtypes), hypothesis picks where the bad value goes (which entry becomes NaN or inf, which wrong dtype)
+while every argument is tried with every kind of bad input. The call must raise ``ValueError`` or
+``TypeError`` whose message names the argument: never return a result, never leak torch's internal
+errors. ``tests/test_api.py`` checks that the cases cover every public function.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.api_cases import Case, cases
+
+CASES = cases()
+CPU = torch.device("cpu")
+
+TENSOR_KINDS = ("nan", "inf", "-inf", "empty", "dtype", "shape", "object")
+ID_KINDS = ("float", "bool", "empty", "shape", "object")
+REAL_KINDS = (float("nan"), float("inf"), float("-inf"))
+BAD_DTYPES = (torch.float16, torch.bfloat16, torch.int64)
+
+
+def _get(kwargs: dict, path: str) -> object:
+    top, _, key = path.partition(".")
+    return kwargs[top][key] if key else kwargs[top]
+
+
+def _with(kwargs: dict, path: str, value: object) -> dict:
+    """A copy of ``kwargs`` with the argument at ``path`` (``"name"`` or ``"name.key"``) replaced."""
+    top, _, key = path.partition(".")
+    out = dict(kwargs)
+    if key:
+        out[top] = {**kwargs[top], key: value}
+    else:
+        out[top] = value
+    return out
+
+
+def _bad_tensor(value: object, kind: str, data: st.DataObject) -> object:
+    """``value`` (a float tensor or NumPy array) made bad in the way ``kind`` says."""
+    if kind == "object":
+        return "not a tensor"
+    if kind == "shape":
+        return value[..., None, None]
+    if kind == "empty":
+        return value[:0]
+    if kind == "dtype":
+        if isinstance(value, np.ndarray):
+            return value.astype(data.draw(st.sampled_from([np.complex128, np.bool_, np.str_]), label="dtype"))
+        return value.to(data.draw(st.sampled_from([torch.bool, torch.complex128, torch.float16]), label="dtype"))
+    bad = value.copy() if isinstance(value, np.ndarray) else value.clone()
+    flat = bad.reshape(-1)
+    index = data.draw(st.integers(0, flat.shape[0] - 1), label="index")
+    flat[index] = float(kind)
+    return bad
+
+
+def _bad_ids(value: torch.Tensor, kind: str) -> object:
+    """``value`` (an integer tensor of ids) made bad in the way ``kind`` says."""
+    return {"float": lambda: value.double(), "bool": lambda: value.bool(), "empty": lambda: value[:0],
+            "shape": lambda: value[..., None, None], "object": lambda: "not ids"}[kind]()
+
+
+def _assert_refused(case: Case, kwargs: dict, path: str, what: str) -> None:
+    name = path.partition(".")[0]
+    with pytest.raises((ValueError, TypeError)) as info:
+        case.fn(**kwargs)
+    assert name in str(info.value), f"{case.name}: {what} in {path!r} refused without naming {name!r}: {info.value}"
+
+
+@pytest.fixture(scope="module")
+def valid() -> dict[str, dict]:
+    """The valid keyword arguments of every case, built once on the CPU."""
+    return {name: case.build(CPU) for name, case in CASES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_valid_call_succeeds(name, valid, one_thread):
+    """Each case's baseline call works, so a refusal below is caused by the bad argument alone."""
+    CASES[name].fn(**valid[name])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_bad_input_is_refused_naming_the_argument(name, valid, one_thread, data):
+    case, kwargs = CASES[name], valid[name]
+    for path in case.tensors:
+        kinds = [k for k in TENSOR_KINDS if not (k == "shape" and path in case.elementwise)]
+        for kind in kinds:
+            bad = _bad_tensor(_get(kwargs, path), kind, data)
+            _assert_refused(case, _with(kwargs, path, bad), path, kind)
+    for path in case.ids:
+        for kind in ID_KINDS:
+            _assert_refused(case, _with(kwargs, path, _bad_ids(_get(kwargs, path), kind)), path, kind)
+    for path in case.reals:
+        for value in REAL_KINDS:
+            _assert_refused(case, _with(kwargs, path, value), path, repr(value))
+    for path in case.dtypes:
+        dtype = data.draw(st.sampled_from(BAD_DTYPES), label="dtype")
+        _assert_refused(case, _with(kwargs, path, dtype), path, str(dtype))

@@ -1,0 +1,41 @@
+"""The one way memcap resolves ``generator``, ``dtype`` and ``device`` (memcap/_resolve.py)."""
+import pytest
+import torch
+
+from memcap import _resolve
+
+
+def test_generator_none_is_a_fresh_generator_seeded_with_the_default_seed():
+    a, b = _resolve.generator(None), _resolve.generator(None)
+    assert a is not b and torch.equal(torch.rand(3, generator=a), torch.rand(3, generator=b))
+    assert torch.equal(torch.rand(3, generator=_resolve.generator(None)),
+                       torch.rand(3, generator=torch.Generator().manual_seed(_resolve.DEFAULT_SEED)))
+    g = torch.Generator()
+    assert _resolve.generator(g) is g
+    with pytest.raises(TypeError, match="generator must be a torch.Generator or None, got int"):
+        _resolve.generator(0)
+
+
+def test_dtype_and_device():
+    assert _resolve.float_dtype(None, torch.float64) == torch.float64
+    assert _resolve.float_dtype(torch.float32, torch.float64) == torch.float32
+    with pytest.raises(TypeError, match="dtype must be torch.float32 or torch.float64, got torch.float16"):
+        _resolve.float_dtype(torch.float16, torch.float64)
+    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype"):
+        _resolve.float_dtype(torch.int64, torch.float64)
+    assert _resolve.device("cpu") == torch.device("cpu")
+    with pytest.raises(TypeError, match="device must be a str, a torch.device or None"):
+        _resolve.device(0)
+
+
+def test_draws_do_not_depend_on_the_target_dtype():
+    a = _resolve.randn((4,), torch.Generator().manual_seed(1), torch.float64, torch.device("cpu"))
+    b = _resolve.randn((4,), torch.Generator().manual_seed(1), torch.float32, torch.device("cpu"))
+    assert torch.equal(a.float(), b)
+
+
+def test_one_cpu_thread_restores_the_setting():
+    before = torch.get_num_threads()
+    with _resolve.one_cpu_thread(torch.device("cpu")):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
