@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     student = sub.add_parser("student-edition", help="build the book without solutions (run from the book's root)")
     student.add_argument("--output", default="_build/student", help="output folder (default: _build/student)")
     student.set_defaults(run=_student_edition)
-    from memcap.doctor import add_subcommand as add_doctor   # ``doctor``: see memcap/doctor.py
+    from memcap.doctor import add_subcommand as add_doctor  # ``doctor``: see memcap/doctor.py
     add_doctor(sub)
     return parser
 

@@ -24,8 +24,16 @@ from dataclasses import dataclass, replace
 import torch
 
 from memcap import _resolve
-from memcap._checks import (check_finite, check_precision, check_shape, check_tensor, float_tensor, id_tensor,
-                            positive_int, same_device_dtype)
+from memcap._checks import (
+    check_finite,
+    check_precision,
+    check_shape,
+    check_tensor,
+    float_tensor,
+    id_tensor,
+    positive_int,
+    same_device_dtype,
+)
 from memcap.device import exact_dtype
 
 __all__ = [

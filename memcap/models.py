@@ -43,8 +43,15 @@ from dataclasses import dataclass, replace
 import torch
 
 from memcap import _resolve
-from memcap._checks import (check_bool, check_shape, check_tensor, float_input, id_tensor, positive_int,
-                            same_device_dtype)
+from memcap._checks import (
+    check_bool,
+    check_shape,
+    check_tensor,
+    float_input,
+    id_tensor,
+    positive_int,
+    same_device_dtype,
+)
 
 __all__ = [
     "mha_parameter_names", "aot_parameter_names",

@@ -166,10 +166,9 @@ def _logits(dev: torch.device, rows: int = 4, n: int = 5, seed: int = 6) -> torc
 
 def cases() -> dict[str, Case]:
     """Every public callable with bad-input arguments, by its defining name."""
-    from memcap import bounds, data, fits, linalg, models
+    from memcap import bounds, data, fits, linalg, models, train
     from memcap.construct import dana, mahdavi
     from memcap.construct import mahdavi_limits as ml
-    from memcap import train
 
     def model_params(dev):
         return {**dict(zip(models.mha_parameter_names, _mha(dev).parameters()))}

@@ -139,7 +139,8 @@ def test_random_lookup_table_shape_range_seed():
     assert 0 <= int(table.min()) and int(table.max()) < 6
     assert torch.equal(table, random_lookup_table(6, 2, generator=_gen(2), device="cpu"))
     assert not torch.equal(table, random_lookup_table(6, 2, generator=_gen(3), device="cpu"))
-    assert torch.equal(random_lookup_table(6, 2, device="cpu"), random_lookup_table(6, 2, generator=_gen(0), device="cpu"))
+    assert torch.equal(random_lookup_table(6, 2, device="cpu"),
+                       random_lookup_table(6, 2, generator=_gen(0), device="cpu"))
 
 
 def test_association_task_all_and_subset():
@@ -166,7 +167,8 @@ def test_association_task_errors():
     for got, want in zip(association_task(4, 2, count=3, table=table),
                          association_task(4, 2, count=3, table=table, generator=_gen(0))):
         assert torch.equal(got, want)   # generator=None: a fresh generator seeded with 0
-    assert torch.equal(association_task(4, 2, device="cpu")[1], association_task(4, 2, generator=_gen(0), device="cpu")[1])
+    assert torch.equal(association_task(4, 2, device="cpu")[1],
+                       association_task(4, 2, generator=_gen(0), device="cpu")[1])
     with pytest.raises(ValueError, match=r"table must have shape \(N,\)\*S = \(4, 4\), got \(4, 3\)"):
         association_task(4, 2, table=table[:, :3])
     with pytest.raises(ValueError, match=r"table must lie in \[0, N\) = \[0, 4\), got -4"):

@@ -221,7 +221,8 @@ def test_mha_input_errors(mha, inputs):
     # array-likes are converted once, to the weights' device and dtype; other objects are refused
     assert torch.equal(mha_scores(W_K, W_Q, contexts, queries.tolist()), mha_scores(W_K, W_Q, contexts, queries))
     assert torch.equal(mha_scores(W_K, W_Q, contexts.numpy(), queries), mha_scores(W_K, W_Q, contexts, queries))
-    with pytest.raises(TypeError, match=r"queries must be a tensor \(a torch.Tensor, a NumPy array or a nested list of numbers\), got str"):
+    with pytest.raises(TypeError, match=r"queries must be a tensor \(a torch.Tensor, a NumPy array or a nested "
+                                        r"list of numbers\), got str"):
         mha_scores(W_K, W_Q, contexts, "abc")
     with pytest.raises(ValueError, match=r"queries must be finite \(no NaN or inf\): it holds nan at index \(1, 2\)"):
         bad = queries.clone()

@@ -34,8 +34,17 @@ from typing import Callable, Mapping
 import torch
 
 from memcap import _resolve, bounds
-from memcap._checks import (check_shape, check_tensor, finite_real, float_input, float_tensor, id_tensor, positive_int,
-                            positive_real, real_tensor)
+from memcap._checks import (
+    check_shape,
+    check_tensor,
+    finite_real,
+    float_input,
+    float_tensor,
+    id_tensor,
+    positive_int,
+    positive_real,
+    real_tensor,
+)
 from memcap.data import entropy as row_entropy
 from memcap.data import kl_divergence
 from memcap.device import exact_dtype
@@ -212,7 +221,7 @@ def minimize_kl(logits_fn: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
     optimizer = torch.optim.Adam(params.values(), lr=lr)
     history = []
     best, best_kl = {k: v.detach().clone() for k, v in params.items()}, math.inf
-    for step in range(steps):
+    for _ in range(steps):
         optimizer.zero_grad()
         logits = logits_fn(params)
         check_shape("logits_fn(params)", logits, tuple(probs.shape), "(T, N)")

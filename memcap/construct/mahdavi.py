@@ -33,8 +33,16 @@ from dataclasses import dataclass
 import torch
 
 from memcap import _resolve, bounds, linalg
-from memcap._checks import (check_bool, check_shape, finite_real, nonnegative_int, nonnegative_real, positive_int,
-                            positive_real, real_tensor)
+from memcap._checks import (
+    check_bool,
+    check_shape,
+    finite_real,
+    nonnegative_int,
+    nonnegative_real,
+    positive_int,
+    positive_real,
+    real_tensor,
+)
 from memcap.device import exact_dtype
 from memcap.models import MHAParams, mha_features, mha_forward
 

@@ -55,12 +55,12 @@ from memcap.train.config import TrainConfig
 from memcap.train.forward import aot_forward_stacked, mha_forward_stacked
 from memcap.train.inspection import trained_attention
 from memcap.train.loop import TrainResult, group_by_shape, train_models
-from memcap.train.schedule import lr_factor
-from memcap.train.specs import AoTSpec, MHASpec, spec_from_dict
 
 # The engine's internals under the names they had in the single-file ``memcap.train`` (tests build stacks
 # by hand with them); not part of the API.
 from memcap.train.prepare import init_one as _init_one  # noqa: E402,F401
+from memcap.train.schedule import lr_factor
+from memcap.train.specs import AoTSpec, MHASpec, spec_from_dict
 from memcap.train.stack import Stack as _Stack  # noqa: E402,F401
 
 Spec = specs.Spec

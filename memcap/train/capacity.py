@@ -11,6 +11,7 @@ from memcap.train.config import TrainConfig
 from memcap.train.loop import TrainResult, train_models
 from memcap.train.specs import AoTSpec, Spec
 
+
 @dataclass(frozen=True)
 class CapacityResult:
     """Largest training-set size a model memorized: ``capacity`` = largest tried T with 100 % accuracy

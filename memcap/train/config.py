@@ -7,6 +7,7 @@ from memcap._checks import check_bool, positive_int, positive_real
 from memcap.device import pick_device
 from memcap.train.schedule import SCHEDULES
 
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How every model of a stack is trained.

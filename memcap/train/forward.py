@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from memcap._checks import check_shape, check_tensor, float_input, id_tensor
 
+
 def _softmax(scores: torch.Tensor) -> torch.Tensor:
     """Softmax over the last axis, written out: torch's CPU kernel is ~5x slower on short rows (n, S <= 64)."""
     shifted = scores - scores.amax(-1, keepdim=True)                          # -inf entries (padding) give 0

@@ -11,6 +11,7 @@ from memcap.train.forward import mha_outputs
 from memcap.train.prepare import dataset, init_one
 from memcap.train.specs import MHASpec
 
+
 def trained_attention(spec: MHASpec, params: dict[str, np.ndarray], *, device: str | None = None) -> np.ndarray:
     """Attention weights theta (T, H, n) of a trained MHA model on its whole training set (Eq. (2)).
 

@@ -17,6 +17,7 @@ from memcap.train.schedule import lr_factor
 from memcap.train.specs import AoTSpec, MHASpec, Spec
 from memcap.train.stack import Stack
 
+
 @dataclass(frozen=True)
 class TrainResult:
     """What training a list of models produced, in the order of ``specs``.

@@ -18,6 +18,7 @@ from memcap.data import association_task, mahdavi_task
 from memcap.models import init_aot, init_mha
 from memcap.train.specs import MHASpec, Spec
 
+
 def init_one(spec: Spec) -> dict[str, torch.Tensor]:
     """Initial float64 CPU weights of one model from its own generator seeded with ``spec.seed``."""
     gen = torch.Generator().manual_seed(spec.seed)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields
 
 from memcap._checks import check_bool, nonnegative_int, positive_int
 
+
 @dataclass(frozen=True)
 class MHASpec:
     """One Mahdavi et al. model (Eqs. (1)-(6)) together with its training set (Section 5.2).
