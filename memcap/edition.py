@@ -81,7 +81,9 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
 
 
 _EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise-start\}[^\n]*\n:label:\s*(\S+)\s*\n(?:.*\n)*?\1\n", re.MULTILINE)
-_KIND = re.compile(r"^(?:\*\*)?\((\w[\w -]*?)\.?\)(?:\*\*)?")
+_KIND = re.compile(r"^(?:\*\*)?\((\w[\w -]*?)(?:,\s*(easy|medium|hard))?(?:,\s*(\d+)\s*min)?\.?\)(?:\*\*)?")
+DIFFICULTIES = ("easy", "medium", "hard")
+"""The difficulty levels an exercise's tag may give."""
 _TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
@@ -108,12 +110,14 @@ def toc_documents(root: str | Path) -> list[str]:
     return docs
 
 
-def exercise_index(root: str | Path) -> list[dict[str, str]]:
+def exercise_index(root: str | Path) -> list[dict[str, str | int | None]]:
     """Every exercise of the book, in table-of-contents order.
 
     Returns one dict per exercise with the chapter's document name (``book/setting``), the chapter's
-    title, the exercise's label and its kind, read from the bold tag that opens its text (e.g.
-    ``**(Proof.)**`` or ``(Proof.)``; ``"other"`` when there is none).
+    title, the exercise's label, and what the tag that opens its text says: the kind, then optionally
+    the difficulty (one of :data:`DIFFICULTIES`) and the estimated time in minutes, as in
+    ``**(Coding, medium, 20 min.)**`` or ``(Proof.)``. Missing parts are ``"other"`` (kind), ``None``
+    (difficulty, minutes).
     """
     root = Path(root).resolve()
     docs = toc_documents(root)
@@ -125,5 +129,7 @@ def exercise_index(root: str | Path) -> list[dict[str, str]]:
             body = text[match.end():].lstrip()
             kind = _KIND.match(body)
             rows.append({"doc": doc, "chapter": title.group(1).strip() if title else doc,
-                         "label": match.group(2), "kind": kind.group(1).lower() if kind else "other"})
+                         "label": match.group(2), "kind": kind.group(1).lower() if kind else "other",
+                         "difficulty": kind.group(2) if kind else None,
+                         "minutes": int(kind.group(3)) if kind and kind.group(3) else None})
     return rows
