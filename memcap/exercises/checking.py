@@ -199,7 +199,8 @@ def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: flo
         fail(f"{what} is not right", expected=expected, got=value, hint=hint)
     if expected and value and value / expected > 0:
         factor = max(value / expected, expected / value)
-        side = f"about {factor:.3g} times too {'large' if abs(value) > abs(expected) else 'small'}"
+        amount = f"{factor:.3g}" if factor < 1000 else f"{factor:,.0f}"
+        side = f"about {amount} times too {'large' if abs(value) > abs(expected) else 'small'}"
     else:
         side = "too large" if value > expected else "too small"
     fail(f"{what} is {side}", got=value, hint=hint)
