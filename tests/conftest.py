@@ -2,6 +2,7 @@
 
 The book is built once per test session into a fresh directory, with the same flags as the README's
 build command (``--all -W -n --keep-going``): any warning, broken reference or cell error fails it.
+The student edition is built once per session too (fixture ``student_site``).
 Set ``MEMCAP_SITE=<dir containing index.html>`` to reuse a site you have just built (handy while
 iterating on the browser tests); CI never sets it.
 """
@@ -61,6 +62,18 @@ def site(tmp_path_factory) -> BuiltSite:
     built = build_book(tmp_path_factory.mktemp("book"))
     print(f"\nstrict build of the whole book: {built.seconds:.0f} s (returncode {built.returncode})")
     return built
+
+
+@pytest.fixture(scope="session")
+def student_site(tmp_path_factory) -> Path:
+    """The student edition, built once per session with the same strict flags as the book (its HTML
+    folder); used by ``tests/test_edition.py`` and ``tests/test_instructor_browser.py``."""
+    from memcap.edition import build_student_edition
+
+    start = time.perf_counter()
+    html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"))
+    print(f"\nstrict build of the student edition: {time.perf_counter() - start:.0f} s")
+    return html
 
 
 def toc_files() -> list[str]:

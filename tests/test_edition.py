@@ -67,12 +67,18 @@ def test_exercise_index_reads_labels_and_kinds_in_toc_order(tmp_path):
     (tmp_path / "b.md").write_text(
         "# Chapter B\n\n```{exercise-start}\n:label: ex-b-1\n```\n**(Proof.)** Show it.\n```{exercise-end}\n```\n\n"
         "```{exercise-start}\n:label: ex-b-2\n```\nNo tag here.\n```{exercise-end}\n```\n"
-        "```{exercise-start}\n:label: ex-b-3\n```\n(Coding.) Not bold.\n```{exercise-end}\n```\n")
+        "```{exercise-start}\n:label: ex-b-3\n```\n(Coding.) Not bold.\n```{exercise-end}\n```\n"
+        "```{exercise-start}\n:label: ex-b-4\n```\n**(Coding, hard, 45 min.)** Tagged.\n```{exercise-end}\n```\n"
+        "```{exercise-start}\n:label: ex-b-5\n```\n(Computation, easy.) No time.\n```{exercise-end}\n```\n")
     rows = exercise_index(tmp_path)
+    plain = {"difficulty": None, "minutes": None}
     assert rows == [
-        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-1", "kind": "proof"},
-        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-2", "kind": "other"},
-        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-3", "kind": "coding"},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-1", "kind": "proof", **plain},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-2", "kind": "other", **plain},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-3", "kind": "coding", **plain},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-4", "kind": "coding", "difficulty": "hard", "minutes": 45},
+        {"doc": "b", "chapter": "Chapter B", "label": "ex-b-5", "kind": "computation", "difficulty": "easy",
+         "minutes": None},
     ]
     with pytest.raises(ValueError, match="with _toc.yml"):
         exercise_index(tmp_path / "nowhere")
@@ -118,20 +124,6 @@ def test_phrase_extraction_on_the_sample_chapter():
               "```{code-cell} ipython3\nprint('a long enough line of code')\n```\n")
     assert _phrases(sample) == ["Any family of points in an affine set spans, at most",
                                 "print('a long enough line of code')"]
-
-
-@pytest.fixture(scope="session")
-def student_site(tmp_path_factory):
-    """The student edition, built once per session with the same strict flags as the book."""
-    import time
-
-    from memcap.edition import build_student_edition
-    from tests.conftest import ROOT
-
-    start = time.perf_counter()
-    html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"))
-    print(f"\nstrict build of the student edition: {time.perf_counter() - start:.0f} s")
-    return html
 
 
 @pytest.mark.slow
