@@ -1,8 +1,11 @@
-"""The student edition: the same book with every solution removed.
+"""The student edition: the same book with every solution removed; the index of the exercises.
 
 sphinx-exercise's ``hide_solutions`` option crashes on gated solutions (``solution-start`` /
 ``solution-end``, needed so that code inside a solution executes), so instead we copy the sources,
-strip the solution blocks from the copy, and build that copy with the same strict flags.
+strip the solution blocks from the copy, and build that copy with the same strict flags (and the
+Sphinx config value ``memcap_edition = "student"``, read by :mod:`memcap.course`). Each page of the
+student edition offers its notebook like the full edition (:mod:`memcap.site`): without solutions,
+with the exercises' ``check`` calls in place.
 """
 from __future__ import annotations
 
@@ -71,9 +74,13 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
         for md in (copy / "book").rglob("*.md"):
             md.write_text(strip_solutions(md.read_text(encoding="utf-8")), encoding="utf-8")
         config = copy / "_config.yml"
-        config.write_text(config.read_text(encoding="utf-8").replace(
-            'title: "Memorization Capacity of Attention"',
-            'title: "Memorization Capacity of Attention (student edition)"'), encoding="utf-8")
+        text = config.read_text(encoding="utf-8")
+        if "\n  config:\n" not in text:
+            raise ValueError("_config.yml has no sphinx: config: section to mark the student edition in")
+        text = text.replace('title: "Memorization Capacity of Attention"',
+                            'title: "Memorization Capacity of Attention (student edition)"')
+        config.write_text(text.replace("\n  config:\n", "\n  config:\n    memcap_edition: student\n", 1),
+                          encoding="utf-8")
         jb = Path(sys.executable).with_name("jupyter-book")
         subprocess.run([str(jb), "build", str(copy), "--path-output", str(output),
                         "--all", "-W", "-n", "--keep-going"], check=True)

@@ -302,3 +302,12 @@ def test_checker_registration_is_validated():
         checker("ex-x-1", "book/x")(lambda answer: None)
     with pytest.raises(ValueError, match="already has a checker"):
         checker("ex-mahdavi-skip-2", "book/mahdavi/skip")(CHECKED["ex-mahdavi-skip-2"].function)
+
+
+def test_every_chapter_with_exercises_is_in_a_problem_set_of_the_guide():
+    text = (ROOT / "book" / "appendix" / "instructors.md").read_text(encoding="utf-8")
+    block = re.search(r"```\{memcap-problem-sets\}\n(.*?)```", text, re.DOTALL)
+    assert block, "the instructors' guide has no {memcap-problem-sets} block"
+    listed = {c.strip() for line in block.group(1).splitlines() for c in line.partition(":")[2].split(",")}
+    missing = sorted({r["doc"] for r in exercise_index(ROOT)} - listed)
+    assert not missing, f"chapters with exercises missing from the guide's problem sets: {missing}"
