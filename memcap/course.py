@@ -114,7 +114,7 @@ class _Directive(SphinxDirective):
                       _text("yes" if ex["checker"] else "")]
             if not self.student:
                 para = nodes.paragraph()
-                para += nodes.reference("", "student edition", internal=False, classes=["memcap-student-link"],
+                para += nodes.reference("", "open", internal=False, classes=["memcap-student-link"],
                                         refuri=student_link(self.config.memcap_student_url, self.env.docname,
                                                             ex["doc"], ex["label"]))
                 cells.append(para)
