@@ -14,13 +14,15 @@ What contains a broken or malicious notebook:
 - **output**: at most ``max_output`` bytes of output are kept per notebook; files the kernel writes
   are capped at 64 MiB each;
 - **files and network** (sandbox ``bwrap``, used when bubblewrap is installed): the kernel runs in a
-  bubblewrap sandbox where the whole file system is read-only except the submission's own copy, with
-  a private ``/tmp`` and HOME, no network interface and its own process namespace, so it cannot delete
-  or change the other submissions, the grader's results or anything else, and cannot reach the network;
+  bubblewrap sandbox where the whole file system is read-only except the submission's own copy (its
+  HOME and TMPDIR are inside it), the submissions folder and the output folder look empty, there is no
+  network interface, and the kernel has its own process namespace (no process outlives it); so it
+  cannot delete, change or read the other submissions or the grader's results, nor change anything
+  else, nor reach the network;
 - without bubblewrap (sandbox ``none``), each kernel still runs in its own copy with its own HOME and
-  ``/tmp`` folder, and Python-level socket connections are refused, but a notebook that names an
-  absolute path can change any file the grading user may change, and a subprocess can reach the
-  network. The summary says which sandbox was used.
+  TMPDIR, and Python-level socket connections are refused, but a notebook that names an absolute path
+  can read and change any file the grading user may, and a subprocess can reach the network. The
+  summary says which sandbox was used.
 
 A notebook that cannot be read, crashes its kernel, or runs out of time is graded as failed on every
 exercise, with the reason, and the next submission is graded as usual.
@@ -146,22 +148,29 @@ def _copy_submission(notebook: Path, target: Path, whole_folder: bool) -> Path:
     return target / notebook.name
 
 
-def _kernel_spec(spec_dir: Path, work: Path, run: Path, sandbox: str) -> None:
-    """Write the kernel spec ``memcap-grading`` that starts the kernel in ``work`` (in bubblewrap)."""
-    home = work / ".home"
+def _maskable(folder: Path) -> bool:
+    """True if hiding ``folder`` in the sandbox hides nothing the kernel needs (Python, memcap)."""
+    needed = [Path(sys.executable).resolve(), Path(sys.prefix).resolve(),
+              *(Path(p).resolve() for p in sys.path if p)]
+    folder = folder.resolve()
+    return folder.is_dir() and not any(folder == p or folder in p.parents for p in needed)
+
+
+def _kernel_spec(spec_dir: Path, work: Path, run: Path, sandbox: str, hidden: list[Path]) -> None:
+    """Write the kernel spec ``memcap-grading`` that starts the kernel in ``work`` (in bubblewrap, where
+    everything is read-only but ``work`` and ``run``, and the folders ``hidden`` are empty)."""
+    home, tmp = work / ".home", work / ".tmp"
     home.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
     python = [sys.executable, "-m", "memcap._grading_kernel", "-f", "{connection_file}"]
+    argv = python
     if sandbox == "bwrap":
-        argv = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--tmpfs", "/tmp", "--bind", str(work), str(work), "--bind", str(run), str(run),
+        masks = [arg for folder in hidden if _maskable(folder) for arg in ("--tmpfs", str(folder.resolve()))]
+        argv = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *masks,
+                "--bind", str(work), str(work), "--bind", str(run), str(run),
                 "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
                 "--chdir", str(work), *python]
-        tmp = "/tmp"
-    else:
-        argv = python
-        tmp = str(work / ".tmp")
-        Path(tmp).mkdir(exist_ok=True)
-    env = {"HOME": str(home), "TMPDIR": tmp, "MPLCONFIGDIR": str(home / ".matplotlib"),
+    env = {"HOME": str(home), "TMPDIR": str(tmp), "MPLCONFIGDIR": str(home / ".matplotlib"),
            "IPYTHONDIR": str(home / ".ipython"),
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     folder = spec_dir / "memcap-grading"
@@ -307,7 +316,7 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
             work, run, specs = private / student, private / "run", private / "kernels"
             run.mkdir(parents=True)
             copy = _copy_submission(notebook, work, whole_folder=notebook.parent != Path(submissions))
-            _kernel_spec(specs, work, run, sandbox)
+            _kernel_spec(specs, work, run, sandbox, hidden=[Path(submissions), output])
             t0 = time.perf_counter()
             nb, verdicts, problem = _run_notebook(copy, labels, specs, run, cell_timeout=cell_timeout,
                                                   timeout=timeout, max_output=max_output)

@@ -2,8 +2,8 @@
 
 The book is built once per test session into a fresh directory, with the same flags as the README's
 build command (``--all -W -n --keep-going``): any warning, broken reference or cell error fails it.
-The student edition is built once per session too (fixture ``student_site``).
-Set ``MEMCAP_SITE=<dir containing index.html>`` to reuse a site you have just built (handy while
+The student edition is built once per session too (fixture ``student_site``; ``MEMCAP_STUDENT_SITE``
+reuses one). Set ``MEMCAP_SITE=<dir containing index.html>`` to reuse a site you have just built (handy while
 iterating on the browser tests); CI never sets it.
 """
 from __future__ import annotations
@@ -70,6 +70,12 @@ def student_site(tmp_path_factory) -> Path:
     folder); used by ``tests/test_edition.py`` and ``tests/test_instructor_browser.py``."""
     from memcap.edition import build_student_edition
 
+    reuse = os.environ.get("MEMCAP_STUDENT_SITE")
+    if reuse:
+        html = Path(reuse).resolve()
+        if not (html / "index.html").is_file():
+            raise FileNotFoundError(f"MEMCAP_STUDENT_SITE={reuse} holds no index.html")
+        return html
     start = time.perf_counter()
     html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"))
     print(f"\nstrict build of the student edition: {time.perf_counter() - start:.0f} s")

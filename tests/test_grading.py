@@ -87,6 +87,7 @@ def _student_notebook(target):
 MALICIOUS = """\
 import os, shutil, socket
 here = os.getcwd()
+print('sees the other submissions:', os.path.exists({bob!r}))
 for target in [os.path.join(here, '..', 'bob'), {bob!r}, {output!r}, {alice!r}]:
     shutil.rmtree(target, ignore_errors=True)
     if os.path.isfile(target):
@@ -149,6 +150,7 @@ def test_a_folder_of_three_submissions_is_graded(tmp_path, bubblewrap, capsys):
     executed = nbformat.read(out / "notebooks" / "mallory.ipynb", as_version=4)
     texts = [o.get("text", "") + o.get("evalue", "") for c in executed.cells for o in c.get("outputs", [])]
     assert any("write refused" in t for t in texts) and any("network refused" in t for t in texts)
+    assert any("sees the other submissions: False" in t for t in texts)
     assert any("output beyond 200000 bytes dropped" in t for t in texts)
     assert any("broken notebook" in t for t in texts)
     assert sum(map(len, texts)) < 300_000
