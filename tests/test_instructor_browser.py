@@ -16,7 +16,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 
+from memcap.edition import strip_solutions
 from memcap.exercises import registry
 from tests import pagecheck
 from tests.conftest import ROOT
@@ -24,7 +26,7 @@ from tests.conftest import ROOT
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 INDEX = "book/appendix/instructors"
-CHECKED = "book/mahdavi/skip"
+CHAPTER = "book/mahdavi/skip"
 LABEL = "ex-mahdavi-skip-3"
 
 
@@ -94,15 +96,15 @@ def test_the_index_lists_every_exercise_with_difficulty_time_and_both_editions(p
     # the exercise link leads to the exercise in the full edition, its solution one click away
     row.locator("td").nth(1).locator("a").click()
     page.wait_for_load_state("load")
-    assert page.url.endswith(f"{CHECKED}.html#{LABEL}")
+    assert page.url.endswith(f"{CHAPTER}.html#{LABEL}")
     assert page.locator(f"#{LABEL}").is_visible()
     # the student-edition link leads to the same exercise in the student edition, without a solution
     page.go_back()
     href = row.locator("a.memcap-student-link").get_attribute("href")
-    assert href == f"../../student/{CHECKED}.html#{LABEL}"
+    assert href == f"../../student/{CHAPTER}.html#{LABEL}"
     row.locator("a.memcap-student-link").click()
     page.wait_for_load_state("load")
-    assert page.url == f"{base}/student/{CHECKED}.html#{LABEL}"
+    assert page.url == f"{base}/student/{CHAPTER}.html#{LABEL}"
     assert page.locator(f"#{LABEL}").is_visible()
     assert "(student edition)" in page.title()
     assert page.locator("div.solution").count() == 0
@@ -119,7 +121,7 @@ def test_problem_sets_and_checkers_are_listed(page, base):
 
 
 def test_a_checked_exercise_has_its_solution_dropdown_in_the_full_edition_only(page, base, site):
-    page.goto(f"{base}/{CHECKED}.html", wait_until="load")
+    page.goto(f"{base}/{CHAPTER}.html", wait_until="load")
     exercise = page.locator(f"#{LABEL}")
     assert f'check("{LABEL}", second_layer)' in exercise.inner_text()
     solution = page.locator(f"div.solution:has(a[href='#{LABEL}'])")
@@ -130,7 +132,7 @@ def test_a_checked_exercise_has_its_solution_dropdown_in_the_full_edition_only(p
     body.wait_for(state="visible", timeout=5000)
     assert f'assert check("{LABEL}", second_layer)' in body.inner_text()
     assert f"{LABEL}: passed (3 cases)" in body.inner_text()
-    page.goto(f"{base}/student/{CHECKED}.html", wait_until="load")
+    page.goto(f"{base}/student/{CHAPTER}.html", wait_until="load")
     assert f'check("{LABEL}", second_layer)' in page.locator(f"#{LABEL}").inner_text()
     assert page.locator("div.solution").count() == 0 and "assert check(" not in page.content()
     page.goto(f"{base}/student/{INDEX}.html", wait_until="load")
@@ -139,11 +141,11 @@ def test_a_checked_exercise_has_its_solution_dropdown_in_the_full_edition_only(p
 
 
 def test_the_student_notebook_downloads_without_solutions_and_with_the_checks(page, base):
-    page.goto(f"{base}/student/{CHECKED}.html", wait_until="load")
+    page.goto(f"{base}/student/{CHAPTER}.html", wait_until="load")
     links = page.locator(".dropdown-download-buttons a")
     menu = {links.nth(i).inner_text().strip(): links.nth(i).get_attribute("href") for i in range(links.count())}
     assert ".ipynb" in menu and ".md" in menu, menu
-    url = urllib.request.urljoin(f"{base}/student/{CHECKED}.html", menu[".ipynb"])
+    url = urllib.request.urljoin(f"{base}/student/{CHAPTER}.html", menu[".ipynb"])
     assert url.endswith(".ipynb"), url
     with urllib.request.urlopen(url, timeout=10) as response:
         notebook = nbformat.reads(response.read().decode("utf-8"), as_version=4)
@@ -153,3 +155,12 @@ def test_the_student_notebook_downloads_without_solutions_and_with_the_checks(pa
         assert f'check("{label}"' in code
         assert f'assert check("{label}"' not in code
     assert not any(c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+    md_url = urllib.request.urljoin(f"{base}/student/{CHAPTER}.html", menu[".md"])
+    with urllib.request.urlopen(md_url, timeout=10) as response:
+        source = response.read().decode("utf-8")
+    assert source == strip_solutions((ROOT / f"{CHAPTER}.md").read_text(encoding="utf-8"))
+    # it runs headlessly from top to bottom, the cells to fill in included (as a student's "Run all")
+    NotebookClient(notebook, timeout=600, kernel_name="python3", skip_cells_with_tag="memcap-none",
+                   resources={"metadata": {"path": str(ROOT / "book" / "mahdavi")}}).execute()
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    assert "ex-mahdavi-skip-2: not yet right" in printed and "ex-mahdavi-skip-3: not yet right" in printed
