@@ -26,6 +26,12 @@ What contains a broken or malicious notebook:
 
 A notebook that cannot be read, crashes its kernel, or runs out of time is graded as failed on every
 exercise, with the reason, and the next submission is graded as usual.
+
+Why not nbgrader or otter-grader: nbgrader (0.9.6) brings a Jupyter server, JupyterLab, a SQL gradebook
+and a course folder layout, and runs notebooks without a sandbox; otter-grader (7.0.0) grades in Docker
+containers (python-on-whales, a Docker daemon) and wants the assignment written in its own format.
+Both would duplicate the book's exercises in a second format; here the checker of an exercise is the
+one the chapter's solution asserts, and the grader is nbclient (already in the lock) plus bubblewrap.
 """
 from __future__ import annotations
 
@@ -103,12 +109,18 @@ def find_submissions(folder: str | Path) -> dict[str, Path]:
     for path in sorted(folder.iterdir()):
         if path.is_symlink() or path.name.startswith("."):
             continue
-        if path.is_file() and path.suffix == ".ipynb":
-            found[path.stem] = path
-        elif path.is_dir():
+        name, notebook = path.stem, path
+        if path.is_dir():
             notebooks = [p for p in path.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
-            if len(notebooks) == 1:
-                found[path.name] = notebooks[0]
+            name, notebook = path.name, (notebooks[0] if len(notebooks) == 1 else None)
+        elif not (path.is_file() and path.suffix == ".ipynb"):
+            notebook = None
+        if notebook is None:
+            continue
+        if name in found:
+            raise ValueError(f"two submissions of {name!r} in {str(folder)!r}: {found[name].name} and "
+                             f"{path.name}")
+        found[name] = notebook
     if not found:
         raise ValueError(f"no notebook in {str(folder)!r} (expected NAME.ipynb files or NAME/ folders "
                          "with one notebook each)")

@@ -40,6 +40,10 @@ def test_submissions_are_notebooks_or_folders_with_one_notebook(tmp_path):
     (tmp_path / "carol").mkdir()                                   # no notebook: not a submission
     (tmp_path / "notes.txt").write_text("not a notebook")
     assert find_submissions(tmp_path) == {"alice": tmp_path / "alice.ipynb", "bob": tmp_path / "bob" / "work.ipynb"}
+    nbformat.write(new_notebook(), tmp_path / "bob.ipynb")
+    with pytest.raises(ValueError, match="two submissions of 'bob'"):
+        find_submissions(tmp_path)
+    (tmp_path / "bob.ipynb").unlink()
     with pytest.raises(ValueError, match="no notebook in"):
         find_submissions(tmp_path / "carol")
     with pytest.raises(ValueError, match="does not exist"):
