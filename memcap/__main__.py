@@ -1,4 +1,4 @@
-"""Command line: ``python -m memcap sweep|cache|list|bench|student-edition``.
+"""Command line: ``python -m memcap sweep|cache|list|bench|student-edition|grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
   [--address HOST:PORT] [--cache DIR] [--progress|--no-progress]``: run (or resume) an experiment's jobs
@@ -12,6 +12,9 @@
   vs one-model-at-a-time loop.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 * ``doctor [--device DEV] [--no-bench]``: check the book's code path on this machine's device (exit 1 on failure).
+* ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
+  [--sandbox auto|bwrap|none]``: execute every submitted notebook of a folder headlessly, check its
+  answers to the chapter's exercises, write ``DIR/grades.csv`` and a summary (see ``memcap.grading``).
 
 ``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
 prints one line and exits with status 2; any other error keeps its traceback (status 1).
@@ -180,9 +183,24 @@ def _student_edition(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grade(args: argparse.Namespace) -> int:
+    from memcap.grading import grade_folder
+
+    try:
+        report = grade_folder(args.submissions, args.chapter, args.output, cell_timeout=args.cell_timeout,
+                              timeout=args.timeout, max_output=args.max_output, sandbox=args.sandbox,
+                              log=lambda line: print(line, file=sys.stderr, flush=True))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    print(report.summary())
+    print(f"grades: {report.csv_path}\nsummary: {report.summary_path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m memcap`` (reads no environment variable, so ``--help`` always works)."""
     from memcap.experiments import EXPERIMENTS
+    from memcap.grading import SANDBOXES
     from memcap.sweep import EXECUTORS, PROFILES
 
     parser = _Parser(prog="python -m memcap", description=__doc__.split("\n")[0])
@@ -221,6 +239,19 @@ def build_parser() -> argparse.ArgumentParser:
     student.set_defaults(run=_student_edition)
     from memcap.doctor import add_subcommand as add_doctor  # ``doctor``: see memcap/doctor.py
     add_doctor(sub)
+    grade = sub.add_parser("grade", help="execute submitted notebooks headlessly and check their answers")
+    grade.add_argument("submissions", help="folder of NAME.ipynb files (or NAME/ folders with one notebook)")
+    grade.add_argument("--chapter", required=True, help="chapter whose exercises are graded, e.g. mahdavi/skip")
+    grade.add_argument("--output", default="grades", help="folder for grades.csv, summary.txt and the executed "
+                                                          "notebooks (default: grades)")
+    grade.add_argument("--cell-timeout", type=_positive_int, default=120, help="seconds per cell (default 120)")
+    grade.add_argument("--timeout", type=_positive_int, default=900, help="seconds per notebook (default 900)")
+    grade.add_argument("--max-output", type=_positive_int, default=1_000_000,
+                       help="bytes of output kept per notebook (default 1000000)")
+    grade.add_argument("--sandbox", choices=SANDBOXES, default="auto",
+                       help="bwrap: bubblewrap sandbox (read-only files, no network); none: no sandbox; "
+                            "auto (default): bwrap when available")
+    grade.set_defaults(run=_grade)
     return parser
 
 

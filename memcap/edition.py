@@ -1,8 +1,11 @@
-"""The student edition: the same book with every solution removed.
+"""The student edition: the same book with every solution removed; the index of the exercises.
 
 sphinx-exercise's ``hide_solutions`` option crashes on gated solutions (``solution-start`` /
 ``solution-end``, needed so that code inside a solution executes), so instead we copy the sources,
-strip the solution blocks from the copy, and build that copy with the same strict flags.
+strip the solution blocks from the copy, and build that copy with the same strict flags (and the
+Sphinx config value ``memcap_edition = "student"``, read by :mod:`memcap.course`). Each page of the
+student edition offers its notebook like the full edition (:mod:`memcap.site`): without solutions,
+with the exercises' ``check`` calls in place.
 """
 from __future__ import annotations
 
@@ -71,9 +74,13 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
         for md in (copy / "book").rglob("*.md"):
             md.write_text(strip_solutions(md.read_text(encoding="utf-8")), encoding="utf-8")
         config = copy / "_config.yml"
-        config.write_text(config.read_text(encoding="utf-8").replace(
-            'title: "Memorization Capacity of Attention"',
-            'title: "Memorization Capacity of Attention (student edition)"'), encoding="utf-8")
+        text = config.read_text(encoding="utf-8")
+        if "\n  config:\n" not in text:
+            raise ValueError("_config.yml has no sphinx: config: section to mark the student edition in")
+        text = text.replace('title: "Memorization Capacity of Attention"',
+                            'title: "Memorization Capacity of Attention (student edition)"')
+        config.write_text(text.replace("\n  config:\n", "\n  config:\n    memcap_edition: student\n", 1),
+                          encoding="utf-8")
         jb = Path(sys.executable).with_name("jupyter-book")
         subprocess.run([str(jb), "build", str(copy), "--path-output", str(output),
                         "--all", "-W", "-n", "--keep-going"], check=True)
@@ -81,7 +88,9 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
 
 
 _EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise-start\}[^\n]*\n:label:\s*(\S+)\s*\n(?:.*\n)*?\1\n", re.MULTILINE)
-_KIND = re.compile(r"^(?:\*\*)?\((\w[\w -]*?)\.?\)(?:\*\*)?")
+_KIND = re.compile(r"^(?:\*\*)?\((\w[\w -]*?)(?:,\s*(easy|medium|hard))?(?:,\s*(\d+)\s*min)?\.?\)(?:\*\*)?")
+DIFFICULTIES = ("easy", "medium", "hard")
+"""The difficulty levels an exercise's tag may give."""
 _TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
@@ -108,12 +117,14 @@ def toc_documents(root: str | Path) -> list[str]:
     return docs
 
 
-def exercise_index(root: str | Path) -> list[dict[str, str]]:
+def exercise_index(root: str | Path) -> list[dict[str, str | int | None]]:
     """Every exercise of the book, in table-of-contents order.
 
     Returns one dict per exercise with the chapter's document name (``book/setting``), the chapter's
-    title, the exercise's label and its kind, read from the bold tag that opens its text (e.g.
-    ``**(Proof.)**`` or ``(Proof.)``; ``"other"`` when there is none).
+    title, the exercise's label, and what the tag that opens its text says: the kind, then optionally
+    the difficulty (one of :data:`DIFFICULTIES`) and the estimated time in minutes, as in
+    ``**(Coding, medium, 20 min.)**`` or ``(Proof.)``. Missing parts are ``"other"`` (kind), ``None``
+    (difficulty, minutes).
     """
     root = Path(root).resolve()
     docs = toc_documents(root)
@@ -125,5 +136,7 @@ def exercise_index(root: str | Path) -> list[dict[str, str]]:
             body = text[match.end():].lstrip()
             kind = _KIND.match(body)
             rows.append({"doc": doc, "chapter": title.group(1).strip() if title else doc,
-                         "label": match.group(2), "kind": kind.group(1).lower() if kind else "other"})
+                         "label": match.group(2), "kind": kind.group(1).lower() if kind else "other",
+                         "difficulty": kind.group(2) if kind else None,
+                         "minutes": int(kind.group(3)) if kind and kind.group(3) else None})
     return rows

@@ -13,6 +13,8 @@ thing the default Jupyter Book 1.x stack gets wrong for this book:
 - images get their figure's caption as alt text instead of their file path;
 - the ``id`` attributes that sphinx-proof and sphinx-exercise give to *every* box
   (``proof``, ``proof-content``, ``solution-content``, ...) are made unique per box;
+- the directives of the instructors' page, ``{memcap-exercise-index}`` and ``{memcap-problem-sets}``
+  (:mod:`memcap.course`);
 - the directive ``{memcap-build-status}`` writes the table of the *Build status* page: every chapter in
   book order, its title, how long it took to execute, and the total.
 """
@@ -251,6 +253,7 @@ def _status_needs_update(app: Sphinx, env) -> list[str]:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.setup_extension("memcap.course")   # the exercise index and problem sets of the instructors' page
     app.connect("config-inited", _favicon)
     app.connect("config-inited", _drop_thebe, priority=900)
     app.connect("html-page-context", _add_notebook_download, priority=400)

@@ -2,7 +2,8 @@
 
 The book is built once per test session into a fresh directory, with the same flags as the README's
 build command (``--all -W -n --keep-going``): any warning, broken reference or cell error fails it.
-Set ``MEMCAP_SITE=<dir containing index.html>`` to reuse a site you have just built (handy while
+The student edition is built once per session too (fixture ``student_site``; ``MEMCAP_STUDENT_SITE``
+reuses one). Set ``MEMCAP_SITE=<dir containing index.html>`` to reuse a site you have just built (handy while
 iterating on the browser tests); CI never sets it.
 """
 from __future__ import annotations
@@ -67,6 +68,24 @@ def site(tmp_path_factory) -> BuiltSite:
     built = build_book(tmp_path_factory.mktemp("book"))
     print(f"\nstrict build of the whole book: {built.seconds:.0f} s (returncode {built.returncode})")
     return built
+
+
+@pytest.fixture(scope="session")
+def student_site(tmp_path_factory) -> Path:
+    """The student edition, built once per session with the same strict flags as the book (its HTML
+    folder); used by ``tests/test_edition.py`` and ``tests/test_instructor_browser.py``."""
+    from memcap.edition import build_student_edition
+
+    reuse = os.environ.get("MEMCAP_STUDENT_SITE")
+    if reuse:
+        html = Path(reuse).resolve()
+        if not (html / "index.html").is_file():
+            raise FileNotFoundError(f"MEMCAP_STUDENT_SITE={reuse} holds no index.html")
+        return html
+    start = time.perf_counter()
+    html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"))
+    print(f"\nstrict build of the student edition: {time.perf_counter() - start:.0f} s")
+    return html
 
 
 def toc_files() -> list[str]:

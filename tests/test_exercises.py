@@ -1,0 +1,317 @@
+"""The exercise checkers (``memcap.exercises``): every checker passes its chapter's reference solution and
+rejects typical wrong answers with a message that says what is wrong.
+
+The reference answer is taken from the solution block itself: the statement ``assert check("ex-...",
+ARGS)`` in the solution names the answer, and :func:`reference_answer` executes the part of the chapter
+that computes ARGS (the statements that define those names, and what they need, found by reading the
+code), so a change to a solution is tested here as it is written in the book. The strict build runs
+the same assertions inside the chapters.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import re
+
+import jupytext
+import pytest
+import torch
+
+from memcap.edition import exercise_index
+from memcap.exercises import Result, chapter_labels, check, grade, registry, run_check
+from tests.conftest import ROOT
+
+CHECKED = registry()
+KINDS_WITH_CHECKERS = {"coding", "computation"}
+
+
+def _exercise_block(text: str, label: str, kind: str) -> str:
+    if kind == "exercise":
+        pattern = rf"```\{{exercise-start\}}[^\n]*\n:label: {re.escape(label)}\n(.*?)```\{{exercise-end\}}"
+    else:
+        pattern = rf"```\{{solution-start\}} {re.escape(label)}\n(.*?)```\{{solution-end\}}"
+    found = re.search(pattern, text, re.DOTALL)
+    assert found, f"no {kind} block for {label}"
+    return found.group(1)
+
+
+# --- reading the reference answer out of the chapter --------------------------------------------------
+
+def _stored(node: ast.AST) -> set[str]:
+    """Names a top-level statement binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _loaded(node: ast.AST) -> set[str]:
+    """Names a statement reads from outside itself (approximately: loads minus anything it binds inside)."""
+    loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    local = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    local |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments)
+              for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, n.vararg, n.kwarg] if a is not None}
+    return loads - local - set(dir(builtins))
+
+
+def reference_answer(label: str) -> tuple[tuple, dict]:
+    """Run the statements of the chapter that compute the answer its solution passes to ``check``."""
+    doc = CHECKED[label].chapter
+    notebook = jupytext.read(ROOT / f"{doc}.md")
+    solution = _exercise_block((ROOT / f"{doc}.md").read_text(encoding="utf-8"), label, "solution")
+    statements: list[tuple[ast.stmt, bool]] = []     # (statement, inside the solution block)
+    call = None
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or "skip-execution" in cell.metadata.get("tags", []):
+            continue
+        in_solution = cell.source.strip() in solution
+        for node in ast.parse(cell.source).body:
+            test = node.test if isinstance(node, ast.Assert) else None
+            if isinstance(test, ast.Call) and getattr(test.func, "id", "") == "check" and \
+                    isinstance(test.args[0], ast.Constant) and test.args[0].value == label:
+                call = test
+                break
+            statements.append((node, in_solution))
+        if call is not None:
+            break
+    assert call is not None, f"{doc}: the solution of {label} has no `assert check({label!r}, ...)`"
+    needed = set().union(*(_loaded(arg) for arg in [*call.args[1:], *(k.value for k in call.keywords)]))
+    kept = []
+    for node, in_solution in reversed(statements):
+        binds = _stored(node) & needed
+        uses = in_solution and _loaded(node) & needed
+        if binds or uses:
+            kept.append(node)
+            needed = (needed - binds) | _loaded(node)
+    namespace: dict = {}
+    exec(compile(ast.Module(body=kept[::-1], type_ignores=[]), f"<{label} reference>", "exec"), namespace)
+    args = tuple(eval(compile(ast.Expression(a), "<arg>", "eval"), namespace) for a in call.args[1:])
+    named = {k.arg: eval(compile(ast.Expression(k.value), "<arg>", "eval"), namespace) for k in call.keywords}
+    return args, named
+
+
+# --- the registry and the chapters agree --------------------------------------------------------------
+
+def test_every_checker_belongs_to_an_exercise_of_its_chapter():
+    rows = {r["label"]: r for r in exercise_index(ROOT)}
+    assert len(CHECKED) >= 8
+    for label, entry in CHECKED.items():
+        assert label in rows, f"{label} has a checker but no exercise"
+        assert rows[label]["doc"] == entry.chapter, f"{label}: checker in {entry.chapter}, exercise elsewhere"
+        assert rows[label]["kind"] in KINDS_WITH_CHECKERS, f"{label} is a {rows[label]['kind']} exercise"
+        assert len(entry.summary) > 40, f"{label}: the checker's docstring should say what it tests"
+
+
+def test_every_coding_and_computation_exercise_of_a_checked_chapter_has_a_checker():
+    """Once a chapter has checkers, all its coding and computation exercises have one."""
+    chapters = {entry.chapter for entry in CHECKED.values()}
+    missing = [r["label"] for r in exercise_index(ROOT)
+               if r["doc"] in chapters and r["kind"] in KINDS_WITH_CHECKERS and r["label"] not in CHECKED]
+    assert not missing, f"coding/computation exercises without a checker: {missing}"
+
+
+def test_checked_exercises_show_the_call_and_the_solutions_assert_it():
+    for label, entry in CHECKED.items():
+        text = (ROOT / f"{entry.chapter}.md").read_text(encoding="utf-8")
+        exercise = _exercise_block(text, label, "exercise")
+        call = re.search(r'```\{code-cell\} ipython3\n:tags: \[skip-execution\]\n\n(.*?)```', exercise, re.DOTALL)
+        assert call, f"{label}: the exercise needs a code cell tagged skip-execution with the check call"
+        assert f'check("{label}"' in call.group(1), f"{label}: the exercise's code cell does not call check"
+        assert f'assert check("{label}"' in _exercise_block(text, label, "solution"), \
+            f"{label}: the solution must `assert check(...)` so that the strict build tests the checker"
+
+
+def test_exercise_tags_give_difficulty_and_time_in_checked_chapters():
+    chapters = {entry.chapter for entry in CHECKED.values()}
+    rows = [r for r in exercise_index(ROOT) if r["doc"] in chapters]
+    assert len(rows) >= 12
+    for r in rows:
+        assert r["difficulty"] in ("easy", "medium", "hard") and 5 <= r["minutes"] <= 120, r
+
+
+def test_chapter_labels():
+    assert chapter_labels("book/mahdavi/skip") == ["ex-mahdavi-skip-2", "ex-mahdavi-skip-3"]
+    assert chapter_labels("book/nowhere") == []
+
+
+# --- the reference solutions pass ----------------------------------------------------------------------
+
+SLOW_REFERENCES = {"ex-mahdavi-relu-3"}   # an exact certificate and a ReLU training run: seconds
+
+
+@pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.slow) if label in SLOW_REFERENCES
+                                   else label for label in sorted(CHECKED)])
+def test_checker_passes_the_reference_solution(label, one_thread):
+    args, named = reference_answer(label)
+    result = run_check(label, *args, **named)
+    assert result.passed, f"the reference solution of {label} fails its checker:\n{result.message}"
+    assert re.fullmatch(r"\d+ cases?", result.message), result.message
+
+
+# --- typical wrong answers are rejected with the right message -----------------------------------------
+
+def _ratios(scale=1.0):
+    from memcap import bounds
+
+    return {dh: scale * bounds.mha_capacity(40, 32, dh) / bounds.mha_param_count(40, 64, dh, 1, 1)
+            for dh in (8, 16, 32, 64)}
+
+
+def _memorize_classes(one_hot: bool, skip: bool = True):
+    from memcap.construct import mahdavi
+
+    def fit(contexts, queries, labels, classes, heads, head_dim):
+        y = torch.nn.functional.one_hot(labels, classes).double() if one_hot else labels.double()
+        return mahdavi.memorize(contexts, queries, y, heads=heads, head_dim=head_dim, skip=skip,
+                                generator=torch.Generator().manual_seed(0))
+    return fit
+
+
+def _second_layer(first: bool):
+    from memcap.construct import mahdavi_limits as ml
+    from memcap.construct.mahdavi import memorize
+
+    def fit(contexts, queries, labels, first_layer, heads, head_dim):
+        if first:
+            contexts, queries = ml.apply_self_attention(first_layer, contexts, queries)
+        return memorize(contexts, queries, labels, heads=heads, head_dim=head_dim)
+    return fit
+
+
+def _relu_answers(keep: int):
+    import random
+
+    from memcap.construct import mahdavi_limits as ml
+    from memcap.construct import relu_exact as rx
+
+    x = rx.integer_points_in_general_position(10, 2, seed=0)       # the chapter's data set
+    rng = random.Random(1)
+    y = [rng.randint(-3, 3) for _ in range(10)]
+    contexts = torch.eye(2, 3, dtype=torch.float64)
+    queries = torch.cat([torch.zeros(10, 1, dtype=torch.float64), torch.tensor(x, dtype=torch.float64)], dim=1)
+    X = ml.fcn_inputs(contexts, queries)
+    labels = torch.tensor(y, dtype=torch.float64)[:, None]
+    fit = ml.fit_relu(X[:keep], labels[:keep], 2, restarts=1, steps=50, generator=torch.Generator().manual_seed(4))
+    return rx.exact_relu_residual_bound(x[:keep], y[:keep], 2), fit
+
+
+def _positive_certificate():
+    """A positive certificate (its value on the first nine points of the chapter's data set)."""
+    from fractions import Fraction
+
+    from memcap.construct.relu_exact import ExactReLUBound
+
+    return ExactReLUBound(squared=Fraction(17928072, 144092762311), patterns=37, tuples=703)
+
+
+def _relu_counts(out_scale=True):
+    from memcap import bounds
+
+    examples = {o: math.floor(bounds.relu_capacity(32, 40, o if out_scale else 1)) for o in (1, 64)}
+    params = {o: bounds.relu_param_count(32, 64, 40, o) for o in (1, 64)}
+    return examples, params, bounds.mha_capacity(40, 32, 32), bounds.mha_param_count(40, 64, 32, 1, 1)
+
+
+WRONG = [
+    ("ex-mahdavi-theorem1-2", lambda: (_ratios(), 64), "case 5 (the most parameter-efficient d_h)"),
+    ("ex-mahdavi-theorem1-2", lambda: ({k: 1 / v for k, v in _ratios().items()}, 32), "times too large"),
+    ("ex-mahdavi-theorem1-2", lambda: ([0.1, 0.2], 32), "should have 4 entries"),
+    ("ex-mahdavi-theorem1-3", lambda: (_memorize_classes(one_hot=False),), "one-hot"),
+    ("ex-mahdavi-theorem1-3", lambda: (_memorize_classes(one_hot=True, skip=False),), "skip connection"),
+    ("ex-mahdavi-theorem1-3", lambda: (lambda *a: None,), "should return the layer's weights"),
+    ("ex-mahdavi-tightness-2", lambda: ({h: 32 * h for h in (1, 5, 10, 20, 40)},), "sum to one"),
+    ("ex-mahdavi-tightness-2", lambda: ({h: 63 * h + 1 for h in (1, 5, 10, 20, 40)},), "Proposition 5"),
+    ("ex-mahdavi-tightness-3", lambda: (lambda c: c + 1 / c.shape[-1],), "sum to 0"),
+    ("ex-mahdavi-tightness-3", lambda: (lambda c: 0 * c,), "same vector b"),
+    ("ex-mahdavi-tightness-3", lambda: (lambda c: c[:, :, :-1],), "same shape"),
+    ("ex-mahdavi-relu-2", lambda: _relu_counts(out_scale=False), "d_out = 64"),
+    ("ex-mahdavi-relu-2", lambda: ({1: 1}, {}, 1, 1), "one entry for each of [1, 64]"),
+    ("ex-mahdavi-relu-3", lambda: (_positive_certificate(), _relu_answers(keep=7)[1]), "exactly zero"),
+    ("ex-mahdavi-relu-3", lambda: (_relu_answers(keep=7)[0], None), "what fit_relu returns"),
+    ("ex-mahdavi-skip-2", lambda: ((1.5, -1.5),), "adds the skip term"),
+    ("ex-mahdavi-skip-2", lambda: ((-0.5, 2.5, 5.0),), "d_out = 2 entries"),
+    ("ex-mahdavi-skip-2", lambda: (torch.tensor([2.5, -4.5]),), "first d_out coordinates"),
+    ("ex-mahdavi-skip-3", lambda: (_second_layer(first=False),), "Assumption 1"),
+    ("ex-mahdavi-skip-3", lambda: (lambda *a: a[3],), "one number per example"),
+]
+
+
+@pytest.mark.parametrize("label, answer, fragment", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+def test_typical_wrong_answers_are_rejected_with_a_helpful_message(label, answer, fragment, one_thread):
+    result = run_check(label, *answer())
+    assert not result.passed
+    assert fragment in " ".join(result.message.split()), result.message
+    assert not re.search(r"^\s*(def|return|import|for) ", result.message, re.MULTILINE)   # no solution code
+    assert all(len(line) <= 100 for line in result.message.splitlines()), result.message
+
+
+def test_numeric_answers_are_not_revealed_in_the_message():
+    from memcap import bounds
+
+    result = run_check("ex-mahdavi-tightness-2", {h: 2 * h for h in (1, 5, 10, 20, 40)})
+    assert str(bounds.mha_shared_rank_bound(1, 32)) not in result.message.replace("case 1", "")
+    assert "times too small" in result.message
+
+
+def test_wrong_calls_say_how_to_call():
+    assert "did you mean ex-mahdavi-skip-3" in run_check("ex-mahdavi-skp-3", 1).message
+    message = run_check("ex-mahdavi-skip-3").message
+    assert 'call it as check("ex-mahdavi-skip-3", second_layer)' in message
+    answer = run_check("ex-mahdavi-skip-3", lambda *a: a[0])    # not a layer
+    assert not answer.passed and "should return the second layer's weights" in answer.message
+
+
+def test_check_prints_the_verdict_never_raises_and_remembers_the_answer(capsys):
+    result = check("ex-mahdavi-skip-2", (-0.5, 2.5))
+    assert isinstance(result, Result) and result and "passed (2 cases)" in capsys.readouterr().out
+    failed = check("ex-mahdavi-skip-2", (0.0, 0.0))
+    assert not failed and "not yet right" in capsys.readouterr().out
+    assert grade("ex-mahdavi-skip-2") == {"exercise": "ex-mahdavi-skip-2", "passed": False,
+                                          "message": failed.message}
+    check("ex-mahdavi-skip-2", (-0.5, 2.5))
+    assert grade("ex-mahdavi-skip-2")["passed"]
+
+
+def test_grade_discards_what_the_answer_prints(capsys):
+    def noisy(contexts, queries, labels, first_layer, heads, head_dim):
+        print("x" * 10_000)
+        raise RuntimeError("boom")
+
+    check("ex-mahdavi-skip-3", noisy)
+    capsys.readouterr()
+    verdict = grade("ex-mahdavi-skip-3")
+    assert not verdict["passed"] and "raised RuntimeError: boom" in verdict["message"]
+    assert capsys.readouterr().out == ""
+
+
+def test_checker_registration_is_validated():
+    from memcap.exercises import checker
+
+    with pytest.raises(ValueError, match="starting with 'ex-'"):
+        checker("mahdavi-1", "book/x")
+    with pytest.raises(ValueError, match="document path"):
+        checker("ex-x-1", "x")
+    with pytest.raises(ValueError, match="needs a docstring"):
+        checker("ex-x-1", "book/x")(lambda answer: None)
+    with pytest.raises(ValueError, match="already has a checker"):
+        checker("ex-mahdavi-skip-2", "book/mahdavi/skip")(CHECKED["ex-mahdavi-skip-2"].function)
+
+
+def test_every_chapter_with_exercises_is_in_a_problem_set_of_the_guide():
+    text = (ROOT / "book" / "appendix" / "instructors.md").read_text(encoding="utf-8")
+    block = re.search(r"```\{memcap-problem-sets\}\n(.*?)```", text, re.DOTALL)
+    assert block, "the instructors' guide has no {memcap-problem-sets} block"
+    listed = {c.strip() for line in block.group(1).splitlines() for c in line.partition(":")[2].split(",")}
+    missing = sorted({r["doc"] for r in exercise_index(ROOT)} - listed)
+    assert not missing, f"chapters with exercises missing from the guide's problem sets: {missing}"

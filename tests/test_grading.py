@@ -1,0 +1,184 @@
+"""``python -m memcap grade`` (``memcap.grading``): a folder of submissions in, a CSV of verdicts out.
+
+The slow tests follow the instructors' guide: the chapter's notebook as the site offers it (with the
+reference solutions: a right submission), the student edition's notebook with wrong answers typed in
+(a wrong one), and a broken, malicious notebook (exception, output flood, network, deleting a sibling
+submission and the results, writing into the repository), graded in one run through the command line.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from memcap.__main__ import main
+from memcap.edition import strip_solutions
+from memcap.grading import find_submissions, resolve_chapter, sandbox_available
+from memcap.site import write_notebook
+from tests.conftest import ROOT
+
+CHAPTER = "book/mahdavi/skip"
+
+
+def test_chapters_are_found_by_any_unambiguous_name():
+    for name in ("book/mahdavi/skip", "mahdavi/skip", "skip", "skip.md", "book/mahdavi/skip.md"):
+        assert resolve_chapter(name) == CHAPTER
+    with pytest.raises(ValueError, match="has no exercise with a checker; chapters with checkers: .*mahdavi/skip"):
+        resolve_chapter("book/dana/nowhere")
+
+
+def test_submissions_are_notebooks_or_folders_with_one_notebook(tmp_path):
+    nbformat.write(new_notebook(), tmp_path / "alice.ipynb")
+    (tmp_path / "bob").mkdir()
+    nbformat.write(new_notebook(), tmp_path / "bob" / "work.ipynb")
+    (tmp_path / "bob" / "data.txt").write_text("kept")
+    (tmp_path / "carol").mkdir()                                   # no notebook: not a submission
+    (tmp_path / "notes.txt").write_text("not a notebook")
+    assert find_submissions(tmp_path) == {"alice": tmp_path / "alice.ipynb", "bob": tmp_path / "bob" / "work.ipynb"}
+    nbformat.write(new_notebook(), tmp_path / "bob.ipynb")
+    with pytest.raises(ValueError, match="two submissions of 'bob'"):
+        find_submissions(tmp_path)
+    (tmp_path / "bob.ipynb").unlink()
+    with pytest.raises(ValueError, match="no notebook in"):
+        find_submissions(tmp_path / "carol")
+    with pytest.raises(ValueError, match="does not exist"):
+        find_submissions(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["grade", "NOWHERE", "--chapter", "skip"], "does not exist"),
+    (["grade", ".", "--chapter", "no-such-chapter"], "has no exercise with a checker"),
+])
+def test_argument_errors_exit_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_missing_chapter_is_an_argument_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", "."])
+    assert stop.value.code == 2 and "--chapter" in capsys.readouterr().err
+
+
+# --- grading real notebooks (slow: each runs the chapter in a kernel) ---------------------------------
+
+@pytest.fixture(scope="module")
+def bubblewrap():
+    """The sandbox the guarantees below depend on; installed with apt-get when missing and we may."""
+    if not sandbox_available() and os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], check=False,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, capture_output=True)
+    if not sandbox_available():
+        pytest.fail("grading tests need bubblewrap (`sudo apt-get install bubblewrap`) and user namespaces")
+
+
+def _student_notebook(target):
+    """The student edition's notebook of the chapter (solutions stripped, as the student site offers it)."""
+    stripped = target.with_suffix(".md")
+    stripped.write_text(strip_solutions((ROOT / f"{CHAPTER}.md").read_text(encoding="utf-8")), encoding="utf-8")
+    write_notebook(stripped, target)
+    stripped.unlink()
+    return nbformat.read(target, as_version=4)
+
+
+MALICIOUS = """\
+import os, shutil, socket
+here = os.getcwd()
+print('sees the other submissions:', os.path.exists({bob!r}))
+for target in [os.path.join(here, '..', 'bob'), {bob!r}, {output!r}, {alice!r}]:
+    shutil.rmtree(target, ignore_errors=True)
+    if os.path.isfile(target):
+        os.remove(target)
+try:
+    open({canary!r}, 'w').write('escaped')
+except OSError as err:
+    print('write refused:', type(err).__name__)
+try:
+    socket.create_connection(('192.0.2.1', 80), timeout=2)
+except OSError as err:
+    print('network refused:', type(err).__name__)
+"""
+
+
+@pytest.mark.slow
+def test_a_folder_of_three_submissions_is_graded(tmp_path, bubblewrap, capsys):
+    subs, out = tmp_path / "submissions", tmp_path / "grades"
+    subs.mkdir()
+    canary = ROOT / "memcap-grading-canary.txt"
+    # right: the chapter's notebook with its reference solutions, as the full site offers it
+    write_notebook(ROOT / f"{CHAPTER}.md", subs / "alice.ipynb")
+    # wrong: the student notebook, a wrong y' typed in, the function left unwritten; in a folder with data
+    (subs / "bob").mkdir()
+    wrong = _student_notebook(subs / "bob" / "skip.ipynb")
+    starters = [c for c in wrong.cells if c.cell_type == "code" and "check(" in c.source]
+    assert len(starters) == 2 and "skip-execution" in starters[0].metadata["tags"]
+    starters[0].source = starters[0].source.replace("y_prime = ...", "y_prime = (1.5, -1.5)")
+    nbformat.write(wrong, subs / "bob" / "skip.ipynb")
+    (subs / "bob" / "notes.txt").write_text("my notes")
+    # broken and malicious
+    nbformat.write(new_notebook(cells=[
+        new_code_cell(MALICIOUS.format(bob=str(subs / "bob"), output=str(out), alice=str(subs / "alice.ipynb"),
+                                       canary=str(canary))),
+        new_code_cell("print('y' * 100_000)\nprint('z' * 2_000_000)"),
+        new_code_cell("raise RuntimeError('broken notebook')"),
+        new_code_cell("from memcap.exercises import check\ncheck('ex-mahdavi-skip-2', [0, 0])"),
+    ]), subs / "mallory.ipynb")
+    out.mkdir()
+    (out / "keep.txt").write_text("results of an earlier run")
+
+    code = main(["grade", str(subs), "--chapter", "mahdavi/skip", "--output", str(out),
+                 "--cell-timeout", "300", "--timeout", "600", "--max-output", "200000"])
+    summary = capsys.readouterr().out
+    assert code == 0
+    assert not canary.exists(), "a graded notebook wrote into the repository"
+    assert (subs / "bob" / "skip.ipynb").is_file() and (subs / "alice.ipynb").is_file()
+    assert (out / "keep.txt").is_file()
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
+    assert len(rows) == 6
+    assert rows["alice", "ex-mahdavi-skip-2"]["result"] == rows["alice", "ex-mahdavi-skip-3"]["result"] == "pass"
+    assert rows["bob", "ex-mahdavi-skip-2"]["result"] == "fail"
+    assert "adds the skip term" in rows["bob", "ex-mahdavi-skip-2"]["message"]
+    assert "should return the second layer's weights" in rows["bob", "ex-mahdavi-skip-3"]["message"]
+    assert rows["mallory", "ex-mahdavi-skip-2"]["result"] == "fail"
+    assert "never called check" in rows["mallory", "ex-mahdavi-skip-3"]["message"]
+    assert "alice: 2/2" in summary and "bob: 0/2" in summary and "mallory: 0/2" in summary
+    assert "sandbox: bwrap" in summary and (out / "summary.txt").read_text() in summary + "\n"
+    executed = nbformat.read(out / "notebooks" / "mallory.ipynb", as_version=4)
+    texts = [o.get("text", "") + o.get("evalue", "") for c in executed.cells for o in c.get("outputs", [])]
+    assert any("write refused" in t for t in texts) and any("network refused" in t for t in texts)
+    assert any("sees the other submissions: False" in t for t in texts)
+    assert any("output beyond 200000 bytes dropped" in t for t in texts)
+    assert any("broken notebook" in t for t in texts)
+    assert sum(map(len, texts)) < 300_000
+
+
+@pytest.mark.slow
+def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp_path, bubblewrap):
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    nbformat.write(new_notebook(cells=[new_code_cell(
+        "import signal, subprocess\nsubprocess.Popen(['sleep', '600'])\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass")]), subs / "loop.ipynb")
+    nbformat.write(new_notebook(cells=[new_code_cell("import os\nos._exit(3)")]), subs / "crash.ipynb")
+    nbformat.write(new_notebook(cells=[new_code_cell(
+        "from memcap.exercises import check\ncheck('ex-mahdavi-skip-2', (-0.5, 2.5))")]), subs / "zoe.ipynb")
+    (subs / "garbage.ipynb").write_text("{ not a notebook")
+    from memcap.grading import grade_folder
+
+    report = grade_folder(subs, "skip", tmp_path / "out", cell_timeout=25, timeout=35, log=lambda line: None)
+    verdicts = {(r["student"], r["exercise"]): r for r in report.rows}
+    assert verdicts["zoe", "ex-mahdavi-skip-2"]["result"] == "pass"
+    assert "did not finish within 35 s" in verdicts["loop", "ex-mahdavi-skip-2"]["message"]
+    assert "not a readable notebook" in verdicts["garbage", "ex-mahdavi-skip-2"]["message"]
+    assert verdicts["crash", "ex-mahdavi-skip-2"]["result"] == "fail"
+    assert set(report.problems) == {"loop", "crash", "garbage"}
+    alive = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout
+    assert not alive.strip(), "a process started by a graded notebook outlived the grading"
