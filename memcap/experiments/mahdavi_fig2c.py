@@ -7,6 +7,7 @@ import numpy as np
 
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, theory_table
+from memcap.experiments.verdicts import Verdict, grade, holds
 
 NAME = "mahdavi_fig2c"
 LABEL = "mha-fig-2c"
@@ -51,3 +52,34 @@ def summarize(records: Sequence[dict]) -> dict:
     return {"head_dim": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
             "seeds": c.seeds, "context_size": n, "theory": theory_table(c, records[0]),
             "gain_below": below, "gain_above": above}
+
+
+STOP_RATIO = 0.2
+"""The gain per unit of d_h "stops" past d_h = n when it falls to at most this share of the gain below."""
+
+
+def verdict(summary: dict, stop_ratio: float = STOP_RATIO) -> Verdict:
+    """Does the gain from d_h stop once d_h >= n, as the paper finds? From :func:`summarize`'s output.
+
+    Reproduced when, for every T, accuracy grows below d_h = n and the gain per unit of d_h above it is at
+    most ``stop_ratio`` times the gain below (or none); partly when it is smaller than half the gain
+    below; not otherwise.
+    """
+    below, above, T = summary["gain_below"], summary["gain_above"], summary["examples"]
+    grows = below > 0
+    stops = grows & (above <= stop_ratio * below)
+    slows = grows & (above < 0.5 * below)
+    status = grade([stops.all()], partial=[slows.all()])
+    n = summary["context_size"]
+    if (above <= 0).all():
+        text = holds(grows, T, f"accuracy grows with $d_h$ up to $d_h = n = {n}$ and not at all beyond it",
+                     f"accuracy does not grow with $d_h$ below $d_h = n = {n}$")
+    else:
+        text = holds(stops, T, f"past $d_h = n = {n}$ each unit of $d_h$ gains at most {stop_ratio:g} times "
+                               "what it gains below",
+                     f"past $d_h = n = {n}$ each unit of $d_h$ still gains more than {stop_ratio:g} times "
+                     "what it gains below")
+    ratio = above.mean() / below.mean() if below.mean() > 0 else float("nan")
+    shows = (f"gain per unit of $d_h$ past $d_h = n$: {ratio:.2f} times the gain below"
+             if np.isfinite(ratio) else "no gain below $d_h = n$")
+    return Verdict(status, text, shows)
