@@ -82,8 +82,12 @@ def test_fig2c_gains_below_and_above_n():
     out = mahdavi_fig2c.summarize(recs)
     assert out["gain_below"][0] == pytest.approx(0.1) and out["gain_above"][0] == pytest.approx(0.0)
     assert out["theory"][0, 2] == pytest.approx(out["theory"][0, 3])  # bound flat once d_h >= n
-    with pytest.raises(ValueError, match="must contain n"):
-        mahdavi_fig2c.summarize(recs[:2] + recs[3:])
+    wide = _records("head_dim", [1, 3, 10, 16], [300], lambda v, T, s: 0.1 * min(v, 6) + 0.01 * max(0, v - 6),
+                    context_size=6)                                   # n = 6 is not on the grid
+    off_grid = mahdavi_fig2c.summarize(wide)
+    assert off_grid["gain_below"][0] == pytest.approx(0.1) and off_grid["gain_above"][0] == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="two values <= n"):
+        mahdavi_fig2c.summarize(recs[:2] + recs[3:])                  # 1, 3, 16: one value above n
 
 
 def test_saturation_counts_heads_and_examples():
@@ -261,8 +265,13 @@ def test_plot_curves_labels_each_T_and_draws_a_theory_line_per_curve():
     x = np.array([1, 2, 4])
     mahdavi_common.plot_curves(ax, x, np.array([[.1, .2, .4], [.05, .1, .2]]), np.full((2, 3), .05),
                                [300, 10_000])
-    labels = ax.get_legend_handles_labels()[1]
-    assert labels == ["$T = 300$", r"$T = 10\,000$"] and len(ax.lines) == 4
+    assert ax.get_legend_handles_labels()[1] == [] and len(ax.lines) == 4
+    assert len(fig.axes) == 2                                   # several T: a colour bar names them
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["300", "10\u2009000"]
+    fig1, ax1 = plotting.figure()
+    mahdavi_common.plot_curves(ax1, x, np.array([[.1, .2, .4]]), np.full((1, 3), .05), [10_000])
+    assert ax1.get_legend_handles_labels()[1] == [r"$T = 10\,000$"] and len(fig1.axes) == 1
+    plotting.plt.close(fig1)
     assert [h.get_label() for h in mahdavi_common.style_key(fit=True)][-1] == "least-squares line"
     with pytest.raises(ValueError, match="shape"):
         mahdavi_common.plot_curves(ax, x, np.zeros((1, 3)), np.zeros((2, 3)), [300])

@@ -40,15 +40,18 @@ def jobs(profile: str) -> list[dict]:
 def summarize(records: Sequence[dict]) -> dict:
     """Figure 2(c) as arrays: ``head_dim`` (k,), ``examples`` (m,), ``accuracy``/``low``/``high``/``theory``
     (m, k), and per T the mean gain of accuracy per unit of d_h below and above d_h = n:
-    ``gain_below`` = (acc(n) - acc(min d_h)) / (n - min d_h), ``gain_above`` = (acc(max d_h) - acc(n)) /
-    (max d_h - n) (m,). Theorem 1's bound H(min(n, d_h) - 1) + 1 stops growing at d_h = n."""
+    ``gain_below`` = (acc(a) - acc(min d_h)) / (a - min d_h) with a the largest grid value <= n, and
+    ``gain_above`` = (acc(max d_h) - acc(b)) / (max d_h - b) with b the smallest grid value >= n (m,)
+    (a = b = n when n is on the grid; the paper's grid, 10, 15, ..., 64 around n = 32, is not).
+    Theorem 1's bound H(min(n, d_h) - 1) + 1 stops growing at d_h = n."""
     c = curves(records, "head_dim")
     n = int(records[0]["context_size"])
-    if n not in c.x or n in (c.x[0], c.x[-1]):
-        raise ValueError(f"the d_h grid must contain n = {n} strictly inside it, got {c.x.tolist()}")
-    at = int(np.nonzero(c.x == n)[0][0])
-    below = (c.mean[:, at] - c.mean[:, 0]) / (n - c.x[0])
-    above = (c.mean[:, -1] - c.mean[:, at]) / (c.x[-1] - n)
+    lo, hi = c.x[c.x <= n], c.x[c.x >= n]
+    if lo.size < 2 or hi.size < 2:
+        raise ValueError(f"the d_h grid must have at least two values <= n = {n} and two >= n, got {c.x.tolist()}")
+    a, b = int(np.nonzero(c.x == lo[-1])[0][0]), int(np.nonzero(c.x == hi[0])[0][0])
+    below = (c.mean[:, a] - c.mean[:, 0]) / (c.x[a] - c.x[0])
+    above = (c.mean[:, -1] - c.mean[:, b]) / (c.x[-1] - c.x[b])
     return {"head_dim": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
             "seeds": c.seeds, "context_size": n, "theory": theory_table(c, records[0]),
             "gain_below": below, "gain_above": above}

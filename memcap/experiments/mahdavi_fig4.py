@@ -128,6 +128,6 @@ def regression_text(panels: dict) -> str:
     for axis, name in (("heads", "$H$"), ("context_size", "$n$")):
         p = panels[("regression", axis)]
         rise = float(np.diff(p["value"], axis=1).max())
-        parts.append(f"falls at every step in {name}" if rise < 0
+        parts.append(f"falls at every step in {name}" if rise < 0 else f"never rises in {name}" if rise == 0
                      else f"rises by up to ${sci(rise)}$ between neighbouring values of {name}")
     return "the regression error " + " and ".join(parts)
