@@ -276,3 +276,23 @@ def test_plot_curves_labels_each_T_and_draws_a_theory_line_per_curve():
     with pytest.raises(ValueError, match="shape"):
         mahdavi_common.plot_curves(ax, x, np.zeros((1, 3)), np.zeros((2, 3)), [300])
     plotting.plt.close(fig)
+
+
+def test_log_ticks_label_narrow_ranges_and_legend_below_checks_labels():
+    from memcap import plotting
+
+    fig, (narrow, wide) = plotting.figure(ncols=2)
+    narrow.plot([1, 2, 3], [0.08, 0.02, 0.004])          # 1.3 decades: ticks at 1, 2, 5 per decade
+    wide.plot([1, 2, 3], [0.08, 0.002, 0.0001])          # 2.9 decades: one tick per decade
+    for ax in (narrow, wide):
+        mahdavi_common.log_ticks(ax)
+    fig.canvas.draw()
+    ticks = [t for t in narrow.get_yticks() if 0.004 <= t <= 0.08]
+    assert len(ticks) >= 4 and narrow.get_yscale() == "log"
+    assert len([t for t in wide.get_yticks() if 1e-4 <= t <= 0.08]) == 3
+    mahdavi_common.legend_below(narrow, mahdavi_common.style_key(fit=True))
+    assert [t.get_text() for t in fig.legends[0].get_texts()][0] == "trained"
+    wide.plot([1, 2], [0.1, 0.01], label="d_h raw")
+    with pytest.raises(ValueError, match="outside"):
+        mahdavi_common.legend_below(wide)
+    plotting.plt.close(fig)
