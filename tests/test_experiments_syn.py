@@ -124,15 +124,18 @@ def test_efficiency_rows_divide_parameters_by_capacity():
     specs = syn_efficiency.specs(g, 0)
     caps = [{"spec": s.to_dict(), "capacity": 10 * (i + 1), "upper": 99} for i, s in enumerate(specs)]
     rows = syn_efficiency.summarize(SimpleNamespace(capacities=caps, profile="quick"))
-    assert [r.architecture for r in rows[:4]] == list(syn_efficiency.ARCHITECTURES)
-    assert [r.heads for r in rows] == [4, 4, 4, 4]
-    for r, s, i in zip(rows, specs, range(4)):
+    assert [r.architecture for r in rows] == list(syn_efficiency.ARCHITECTURES)
+    assert [(r.heads, r.head_dim) for r in rows] == [(4, 8), (4, 2), (2, 4), (4, 2), (4, 2)]
+    for i, (r, s) in enumerate(zip(rows, specs)):
         assert r.parameters == synthesis.engine_param_count(s) and r.capacity == 10 * (i + 1)
         assert r.per_example == pytest.approx(r.parameters / r.capacity)
-    mlp, aot = rows[3], rows[1]
-    assert abs(mlp.parameters - aot.parameters) <= 0   # the MLP width matches the extra heads exactly
-    assert rows[0].guarantee == bounds.mha_capacity(4, 8, 8) and rows[2].guarantee is None
+    aot, wide, mlp = rows[1], rows[2], rows[4]
+    assert aot.parameters == wide.parameters == mlp.parameters   # same weights, three shapes
+    assert rows[0].guarantee == bounds.mha_capacity(4, 8, 8) and rows[3].guarantee is None
+    assert wide.guarantee == aot.guarantee == bounds.aot_capacity(4, 2, 8)
     assert rows[0].bits == pytest.approx(math.log2(100)) and rows[1].bits == 4.0
+    with pytest.raises(ValueError, match="even"):
+        syn_efficiency.specs({**g, "heads": [3]}, 0)
 
 
 def test_saturation_summary_from_kept_weights():

@@ -160,15 +160,23 @@ def test_label_aware_head_refusals():
 def test_feature_rank_survey_matches_the_counts_on_small_grids():
     grid = [dict(vocab=4, seq_len=3, dim=3, heads=H, head_dim=2, table=t, count=20)
             for H in (1, 4, 12) for t in synthesis.TABLES]
-    for r in synthesis.feature_rank_survey(grid):
+    for r in synthesis.feature_rank_survey(grid, draws=2):
         assert r["rank_F"] == r["expected_F"] and r["margin_F"] > synthesis.RANK_MARGIN
-        assert r["rank_A"] == r["expected_A"]
         assert r["expected_F"] == min(r["T"], r["heads"] * r["head_dim"] + min(r["dim"], r["L"]))
+        assert r["kappa_F"] >= r["expected_F"] and r["draws"] == 2
     one = synthesis.feature_rank_survey([dict(vocab=4, seq_len=3, dim=3, heads=2, head_dim=2,
                                               table="one_last_token", count=9)])[0]
     assert one["L"] == 1 and one["expected_F"] == min(one["T"], 2 * 2 + 1)
     with pytest.raises(ValueError, match="table must be one of"):
         synthesis.feature_rank_survey([dict(vocab=4, seq_len=2, dim=3, heads=1, head_dim=1, table="x")])
+
+
+def test_feature_rank_reaches_the_limit_when_few_tokens_are_used():
+    """Two tokens, S = 3, d = d_h = 6: a head adds at most n + S - 2 = 3 dimensions, not d_h."""
+    r = synthesis.feature_rank_survey([dict(vocab=2, seq_len=3, dim=6, heads=1, head_dim=6, table="all")])[0]
+    assert (r["T"], r["L"], r["n"]) == (8, 2, 2)
+    assert r["expected_F"] == 8 and r["kappa_F"] == 2 + 3 == r["rank_F"]
+    assert r["margin_F"] > synthesis.RANK_MARGIN
 
 
 def test_feature_rank_detects_a_deficient_model():
@@ -178,7 +186,7 @@ def test_feature_rank_detects_a_deficient_model():
     same = type(one)(one.token_embedding, one.positional_embedding, one.W_Q.expand(4, -1, -1),
                      one.W_K.expand(4, -1, -1), one.W_V.expand(4, -1, -1), one.W_O.expand(4, -1, -1), one.W_U)
     r = synthesis.feature_rank(same, association_task(4, 3, generator=gen)[0])
-    assert r["rank_A"] <= 3 < r["expected_A"] and r["margin_A"] < synthesis.RANK_MARGIN
+    assert r["rank_F"] <= 3 + 2 < r["expected_F"] and r["margin_F"] < synthesis.RANK_MARGIN
 
 
 def test_trained_aot_attention_redraws_the_engines_training_set():

@@ -1,9 +1,10 @@
 """Part III, for practitioners: parameters per memorized example, architecture by architecture.
 
-Four one-layer models of about the same size, each trained by a capacity search (largest training set
+One-layer models of about the same size, each trained by a capacity search (largest training set
 memorized entirely, :func:`memcap.train.capacity_search`): Mahdavi et al.'s attention layer on real
-vectors (100 classes), and on token sequences Dana et al.'s AoT of Eq. (2), the AoT whose heads share one
-d -> d_h compression, and one head followed by a GELU MLP of the same parameter count (Dana et al.,
+vectors (100 classes), and on token sequences Dana et al.'s AoT of Eq. (2), the same AoT with half as many
+heads of twice the dimension (the same number of weights), the AoT whose heads share one d -> d_h
+compression, and one head followed by a GELU MLP of the same parameter count (Dana et al.,
 Section 4.2.1). :func:`summarize` divides each model's trainable weights (all of them, embeddings
 included: :func:`memcap.synthesis.engine_param_count`) by its capacity, and by the capacity its paper's
 theorem guarantees.
@@ -21,8 +22,8 @@ NAME = "syn_efficiency"
 LABEL = "syn-fig-efficiency"
 TITLE = "Parameters per memorized example, four one-layer architectures"
 
-ARCHITECTURES = ("MHA", "AoT", "AoT, shared compression", "one head + MLP")
-"""Names of the four models, in the order of the tables."""
+ARCHITECTURES = ("MHA", "AoT", "AoT, wider heads", "AoT, shared compression", "one head + MLP")
+"""Names of the five models, in the order of the tables ("wider heads": H/2 heads of dimension 2 d_h)."""
 
 PAPER = {
     "mha": {"dim": 64, "context_size": 32, "head_dim": 32, "classes": 100, "shared": True},
@@ -54,11 +55,15 @@ def mlp_width(aot: dict, heads: int) -> int:
 
 
 def specs(g: dict, seed: int) -> list:
-    """The models of one seed: per size H, the four architectures in the order of :data:`ARCHITECTURES`."""
+    """The models of one seed: per size H (even), the architectures in the order of :data:`ARCHITECTURES`."""
     out = []
     for H in g["heads"]:
+        if H % 2:
+            raise ValueError(f"heads must be even (the wider-heads AoT has H/2 heads), got {H}")
+        wide = {**g["aot"], "head_dim": 2 * g["aot"]["head_dim"]}
         out += [MHASpec(**g["mha"], heads=H, examples=1, seed=seed, data_seed=seed),
                 AoTSpec(**g["aot"], heads=H, examples=1, seed=seed, data_seed=seed),
+                AoTSpec(**wide, heads=H // 2, examples=1, seed=seed, data_seed=seed),
                 AoTSpec(**g["aot"], heads=H, shared_compression=True, examples=1, seed=seed, data_seed=seed),
                 AoTSpec(**g["aot"], heads=1, mlp_width=mlp_width(g["aot"], H), examples=1, seed=seed,
                         data_seed=seed)]
@@ -77,34 +82,40 @@ def jobs(profile: str) -> list[dict]:
                          points=g["points"])]
 
 
-def architecture(spec) -> str:
-    """Which of :data:`ARCHITECTURES` ``spec`` is."""
+def architecture(spec, grid: dict | None = None) -> str:
+    """Which of :data:`ARCHITECTURES` ``spec`` is (``grid``: the profile's, to tell wider heads apart;
+    default :data:`QUICK`)."""
+    g = QUICK if grid is None else grid
     if isinstance(spec, MHASpec):
         return ARCHITECTURES[0]
     if spec.mlp_width:
+        return ARCHITECTURES[4]
+    if spec.shared_compression:
         return ARCHITECTURES[3]
-    return ARCHITECTURES[2] if spec.shared_compression else ARCHITECTURES[1]
+    return ARCHITECTURES[2] if spec.head_dim == 2 * g["aot"]["head_dim"] else ARCHITECTURES[1]
 
 
 def guarantee(spec) -> int | None:
     """The capacity the architecture's own theorem guarantees: Mahdavi et al.'s H(min(n, d_h) - 1) + 1 for
-    the MHA, Dana et al.'s H d_h + d for the AoT of Eq. (2) (with L >= d), none for the two variants."""
+    the MHA, Dana et al.'s H d_h + d for the AoTs of Eq. (2) (with L >= d), none for the two variants."""
     if isinstance(spec, MHASpec):
         return bounds.mha_capacity(spec.heads, spec.context_size, spec.d_h)
-    if architecture(spec) == ARCHITECTURES[1]:
+    if not spec.mlp_width and not spec.shared_compression:
         return bounds.aot_capacity(spec.heads, spec.head_dim, spec.dim)
     return None
 
 
 @dataclass(frozen=True)
 class Row:
-    """One model: its ``architecture``, size ``heads`` (of the AoT it is matched to, for the MLP model),
+    """One model: its ``architecture``, its number of ``heads`` (for the MLP model: of the AoT it is matched
+    to), ``head_dim``,
     trainable ``parameters``, measured ``capacity`` (mean over seeds; ``censored`` if the largest size tried
     was memorized), ``bits`` of label information per example (log2 of the number of classes), and the
     theorem's ``guarantee`` (None where no theorem applies)."""
 
     architecture: str
     heads: int
+    head_dim: int
     parameters: int
     capacity: float
     censored: bool
@@ -134,17 +145,18 @@ def summarize(results, profile: str | None = None) -> list[Row]:
     found: dict[tuple, list[tuple[int, bool]]] = {}
     for c in getattr(results, "capacities", results):
         spec = spec_from_dict(dict(c["spec"]))
-        key = (architecture(spec), spec.heads, getattr(spec, "mlp_width", 0))
+        key = (architecture(spec, g), spec.heads, getattr(spec, "mlp_width", 0))
         found.setdefault(key, []).append((int(c["capacity"]), c["upper"] is None))
     rows = []
     for spec in specs(g, g["seeds"][0]):
-        key = (architecture(spec), spec.heads, getattr(spec, "mlp_width", 0))
+        key = (architecture(spec, g), spec.heads, getattr(spec, "mlp_width", 0))
         if key not in found:
             raise ValueError(f"no capacity was measured for {key}")
         caps = found[key]
         size = spec.heads if not getattr(spec, "mlp_width", 0) else spec.mlp_width // (2 * spec.head_dim) + 1
         classes = spec.classes if isinstance(spec, MHASpec) else spec.vocab
-        rows.append(Row(architecture(spec), size, synthesis.engine_param_count(spec),
+        rows.append(Row(architecture(spec, g), size, spec.d_h if isinstance(spec, MHASpec) else spec.head_dim,
+                        synthesis.engine_param_count(spec),
                         sum(c for c, _ in caps) / len(caps), any(cen for _, cen in caps), math.log2(classes),
                         guarantee(spec)))
     return rows

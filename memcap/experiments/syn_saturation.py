@@ -39,10 +39,10 @@ PAPER = {
 # Quick: the MHA of the quick Figure 3 (d = 16, n = 8, H = 4); an AoT with S = 4 positions to attend to.
 QUICK = {
     "mha": {"model": {"dim": 16, "context_size": 8, "classes": 100, "shared": True, "heads": 4},
-            "examples": [110, 140, 170],
+            "examples": [170, 210, 260],
             "train": {"steps": 2500, "batch_size": 64, "lr": 2e-2, "eval_every": 100}},
     "aot": {"model": {"vocab": 16, "seq_len": 4, "dim": 8, "head_dim": 2, "heads": 4},
-            "examples": [64, 96, 128],
+            "examples": [128, 170, 220, 280],
             "train": {"steps": 1200, "batch_size": 32, "lr": 1e-2, "schedule": "warmup_cosine",
                       "eval_every": 100}},
     "seeds": [0],
