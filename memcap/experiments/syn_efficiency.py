@@ -27,7 +27,7 @@ ARCHITECTURES = ("MHA", "AoT", "AoT, wider heads", "AoT, shared compression", "o
 
 PAPER = {
     "mha": {"dim": 64, "context_size": 32, "head_dim": 32, "classes": 100, "shared": True},
-    "aot": {"vocab": 50, "seq_len": 2, "dim": 10, "head_dim": 10},
+    "aot": {"vocab": 50, "seq_len": 2, "dim": 10, "head_dim": 5},
     "heads": [4, 16],
     "candidates": [64, 128, 256, 512, 1024, 1536, 2048, 2500],
     "rounds": 3, "points": 3,
