@@ -20,7 +20,7 @@ from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict
 
 NAME = "syn_efficiency"
 LABEL = "syn-fig-efficiency"
-TITLE = "Parameters per memorized example, four one-layer architectures"
+TITLE = "Parameters per memorized example, five one-layer models"
 
 ARCHITECTURES = ("MHA", "AoT", "AoT, wider heads", "AoT, shared compression", "one head + MLP")
 """Names of the five models, in the order of the tables ("wider heads": H/2 heads of dimension 2 d_h)."""
