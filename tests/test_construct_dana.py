@@ -215,6 +215,17 @@ def test_theorem_1_skip_sees_only_the_last_token():
     assert torch.allclose(aot_forward(built.params, tokens[:5]), _random_encoder(3, 2, 5).logits, atol=1e-6)
 
 
+def test_theorem_1_refuses_a_singular_skip_block_when_sequences_lie_outside_s1():
+    # all six sequences end in token 0, so the skip rows of F are one direction and M_0 = E^T F_1^+[:, :d]
+    # is singular; with every sequence kept the free part R (I - F_1 F_1^+) repairs it (test above), but
+    # with a sequence outside S_1 it would change that sequence's logits, so the construction refuses
+    tokens = torch.tensor([[i, j, 0] for i in range(3) for j in range(3)])[:6]
+    prior = torch.tensor([0.2, 0.2, 0.2, 0.2, 0.15, 0.05], dtype=F64)
+    with pytest.raises(ValueError, match="M_0 of the solved output map is singular"):
+        D.theorem1_aot(_random_encoder(3, 2, 6), tokens, heads=2, head_dim=2, generator=gen(),
+                       prior=prior, epsilon=0.05)
+
+
 def test_most_likely_sequences():
     prior = torch.tensor([0.1, 0.5, 0.0, 0.4], dtype=F64)
     assert D.most_likely_sequences(prior, 0.0).tolist() == [1, 3, 0]

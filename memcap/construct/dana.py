@@ -529,10 +529,11 @@ def _solve_theorem1(encoder: SequenceEncoder, tokens: torch.Tensor, kept: torch.
                          f"T_eps = {kept.numel()}; draw the weights again")
     E = encoder.embedding.to(dtype)
     M = E[kept].T @ torch.linalg.pinv(F1)                                        # (d, D): M F_1 = E_1^T
-    if _singular(M[:, :d]) and kept.numel() < F.shape[0]:
-        # any R (I - F_1 F_1^+) can be added to M without changing M F_1: use it to make M_0 invertible
-        pinv = torch.linalg.pinv(F1)
-        free = torch.eye(F.shape[0], dtype=dtype, device=dev) - F1 @ pinv
+    if _singular(M[:, :d]) and kept.numel() == T and kept.numel() < F.shape[0]:
+        # Every sequence is kept (no S outside S_1): any R (I - F_1 F_1^+) can be added to M without changing
+        # M F_1 = E_1^T; use it to make M_0 invertible. With sequences outside S_1 this would change their
+        # logits, which the error bound below assumes untouched, so there the singular case is refused.
+        free = torch.eye(F.shape[0], dtype=dtype, device=dev) - F1 @ torch.linalg.pinv(F1)
         R = _resolve.randn((d, F.shape[0]), generator, dtype, dev)
         M = M + R @ free * max(float(M.abs().max()), 1.0)
     M0, M1 = M[:, :d], M[:, d:]
