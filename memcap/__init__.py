@@ -8,7 +8,8 @@ each is loaded on first use, so ``import memcap`` stays light):
   synthetic data), ``kruskal_rank``, ``rank`` and ``check_assumption_1`` / ``_2`` / ``_3`` (the data
   assumptions, on your own embeddings, :mod:`memcap.linalg`), ``mha_capacity`` (H(min(n, d_h) - 1) + 1).
 * Dana et al. (2024): ``corollary1_aot`` (an AoT that memorizes T0 <= H d_h + 2 associations,
-  :mod:`memcap.construct.dana`), ``aot_forward``, ``association_task``, ``aot_capacity`` (H d_h + d).
+  :mod:`memcap.construct.dana`), ``aot_forward``, ``association_task``,
+  ``aot_capacity`` (Dana et al.'s count H d_h + d; see its docstring).
 * Training many small models as one tensor program (:mod:`memcap.train`): ``MHASpec``, ``AoTSpec``,
   ``TrainConfig``, ``train_models``, ``capacity_search``.
 * Where code runs: ``pick_device``, and ``run_doctor`` (``python -m memcap doctor``) to check a device.

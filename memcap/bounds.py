@@ -96,7 +96,10 @@ RELU_PARAM_COUNT_EXPR = ((n + 1) * d + 1) * m + (m + 1) * d_out
 """Parameters (weights and biases) of that ReLU net, input dimension (n+1)d (Mahdavi et al., App. F)."""
 
 AOT_CAPACITY_EXPR = H * d_h + d
-"""Dana et al., Theorem 1 / Corollary 2: an AoT with H d_h + d >= T0 memorizes T0 sequences."""
+"""Dana et al., Theorem 1 / Corollary 2, the count as the paper states it: H d_h + d. What the book proves
+is weaker (see the chapter *Theorem 1*, section on its status): any H + min(d, L) sequences, and up to
+H d_h + min(d, L) (L = distinct last tokens) under a separability hypothesis; the count on all N^S
+sequences is checked numerically, not proved."""
 AOT_PARAM_COUNT_EXPR = d * (S + 2 * N + 4 * d_h * H)
 """Dana et al., Theorem 1: parameters of the one-layer attention-only transformer."""
 AOT_COR1_PARAM_COUNT_EXPR = 2 * (S + 2 * N + 4 * (T0 - 2))
@@ -259,7 +262,10 @@ def relu_param_count(context_size: int, dim: int, hidden: int, out_dim: int) -> 
 
 
 def aot_capacity(heads: int, head_dim: int, dim: int) -> int:
-    """Dana et al., Theorem 1: a one-layer AoT with H d_h + d >= T0 memorizes T0 sequences: H d_h + d."""
+    """Dana et al.'s Theorem 1 count for a one-layer AoT, H d_h + d, as the paper states it.
+
+    An upper limit of what the construction can reach (H d_h + min(d, L) when the sequences end in L
+    distinct tokens), not a proved guarantee for every set of sequences: see :data:`AOT_CAPACITY_EXPR`."""
     return int(_AOT_CAPACITY(positive_int("heads", heads), positive_int("head_dim", head_dim),
                              positive_int("dim", dim)))
 

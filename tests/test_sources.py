@@ -68,3 +68,14 @@ def test_tests_read_nothing_outside_the_repository():
     offenders = [f"{p.name}:{i + 1}" for p in sorted((ROOT / "tests").glob("*.py")) if p.name != "test_sources.py"
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()) if pattern.search(line)]
     assert not offenders, f"tests refer to paths outside the repository: {offenders}"
+
+
+def test_bibliography_parses_with_unique_keys():
+    """book/references.bib parses (one unclosed entry once broke the whole strict build only at its very
+    end) and no key is defined twice (merges of branches that each add a reference)."""
+    from pybtex.database import parse_file
+
+    path = ROOT / "book" / "references.bib"
+    keys = re.findall(r"(?m)^@\w+\{([^,\s]+),", path.read_text())
+    assert len(keys) == len(set(keys)), f"duplicate keys: {sorted({k for k in keys if keys.count(k) > 1})}"
+    assert sorted(parse_file(str(path)).entries) == sorted(keys)

@@ -16,8 +16,8 @@ from typing import Sequence
 import numpy as np
 
 from memcap import bounds
-from memcap.fits import PolyFit, linear_fit, non_saturated
 from memcap.experiments.verdicts import Verdict, grade
+from memcap.fits import PolyFit, linear_fit, non_saturated
 
 
 @dataclass(frozen=True)
