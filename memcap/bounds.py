@@ -265,7 +265,7 @@ def aot_capacity(heads: int, head_dim: int, dim: int) -> int:
     """Dana et al.'s Theorem 1 count for a one-layer AoT, H d_h + d, as the paper states it.
 
     An upper limit of what the construction can reach (H d_h + min(d, L) when the sequences end in L
-    distinct tokens), not a proved guarantee for every set of sequences: see :data:`AOT_CAPACITY_EXPR`."""
+    distinct tokens), not a proved guarantee for every set of sequences: see ``AOT_CAPACITY_EXPR``."""
     return int(_AOT_CAPACITY(positive_int("heads", heads), positive_int("head_dim", head_dim),
                              positive_int("dim", dim)))
 

@@ -4,7 +4,7 @@ It reports the device :func:`memcap.device.pick_device` chooses (or the one aske
 or MPS is present, then runs on that device the checks that the book's GPU path depends on, each small
 enough to take about a second:
 
-* Mahdavi et al.'s Theorem 1 construction memorizes exactly (max |y_hat - y| <= 1e-6 in float64);
+* Mahdavi et al.'s Theorem 1 construction memorizes exactly (``max |y_hat - y| <= 1e-6`` in float64);
 * Dana et al.'s Corollary 1 construction puts the argmax on every association;
 * the training engine's stacked forwards equal the plain models of :mod:`memcap.models`;
 * the engine trains a stack exactly as it trains its models one by one, and memorizes a tiny task;

@@ -45,14 +45,14 @@ lam = sp.Symbol("lambda", nonnegative=True)
 """The scale of the encoder E(t) = lambda W_{g(t)}."""
 
 GRAM_UNION_BOUND_EXPR = 2 * N ** 2 * sp.exp(-d * t ** 2 / 8)
-"""Probability bound that a Gaussian W (N x d, entries N(0, 1/d)) has some entry of |W W^T - I| >= t,
+"""Probability bound that a Gaussian W (N x d, entries N(0, 1/d)) has some entry of ``|W W^T - I| >= t``,
 for 0 < t < 1: N diagonal entries with 2 e^{-d t^2/8} each (chi-square tail) and N(N-1)/2 pairs with
 4 e^{-d t^2/8} each (W_i^T W_j is half a difference of two independent chi-square averages)."""
 GAUSSIAN_GRAM_CONSTANT_EXPR = sp.sqrt(8 * sp.log(2 * N ** 2) / d)
 """The threshold t at which :data:`GRAM_UNION_BOUND_EXPR` equals 1."""
 ENVELOPE_EXPR = (-h + sp.log(1 + (N - 1) * sp.exp(-lam * (1 - 2 * C)))
                  + lam * (1 + 2 * C) * p_err)
-"""Upper bound on KL(p || softmax(lambda W W_g)) for any lambda >= 0 when |W W^T - I| <= C < 1/2
+"""Upper bound on KL(p || softmax(lambda W W_g)) for any lambda >= 0 when ``|W W^T - I| <= C < 1/2``
 entrywise: h = h(p), p_err = 1 - p_g. It is affine in (h, p_err), so it averages over sequences."""
 COMMON_SCALE_EXPR = sp.log((N - 1) / (sp.exp(h) - 1)) / (1 - 2 * C)
 """The scale Lambda at which the middle term of :data:`ENVELOPE_EXPR` equals h (here the mean entropy)."""
@@ -103,7 +103,7 @@ def gaussian_gram_constant(vocab: int, dim: int) -> float:
 
 def gram_union_bound(vocab: int, dim: int, threshold: float) -> float:
     """2 N^2 exp(-d t^2/8): bounds the probability that a Gaussian (N, d) unembedding with N(0, 1/d)
-    entries has some entry of |W W^T - I| >= t. Valid for 0 < t < 1 (the chi-square tail used)."""
+    entries has some entry of ``|W W^T - I| >= t``. Valid for 0 < t < 1 (the chi-square tail used)."""
     x = finite_real("threshold", threshold)
     if not 0 < x < 1:
         raise ValueError(f"threshold t must lie in (0, 1) for the chi-square tail bound, got {x}")

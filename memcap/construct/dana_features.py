@@ -320,9 +320,9 @@ class ExhaustiveCheck:
 
 
 def tight_sets(tokens: torch.Tensor, dim: int, heads: int, head_dim: int) -> list[list[int]]:
-    """Every set of rows of ``tokens`` with |Sigma| = kappa(Sigma), plus all rows if |all| <= kappa(all).
+    """Every set of rows of ``tokens`` with ``|Sigma| = kappa(Sigma)``, plus all rows if ``|all| <= kappa(all)``.
 
-    Every set with |Sigma| <= kappa(Sigma) lies inside one of them (adding a sequence never lowers kappa),
+    Every set with ``|Sigma| <= kappa(Sigma)`` lies inside one of them (adding a sequence never lowers kappa),
     so a property inherited by subsets, such as independent features, holds for all such sets once it
     holds for these. Enumerates all 2^T subsets: meant for T <= 16.
     """
