@@ -12,6 +12,8 @@ each is loaded on first use, so ``import memcap`` stays light):
 * Training many small models as one tensor program (:mod:`memcap.train`): ``MHASpec``, ``AoTSpec``,
   ``TrainConfig``, ``train_models``, ``capacity_search``.
 * Where code runs: ``pick_device``, and ``run_doctor`` (``python -m memcap doctor``) to check a device.
+* Showing a refusal: ``expect_refusal(fn, match=...)`` calls ``fn()`` and requires an error whose message
+  matches (:mod:`memcap.book`), so that a demonstration fails loudly if a check disappears.
 
 The same input rules hold everywhere: tensors, NumPy arrays or nested lists (converted once, at the
 boundary); finite values only; float32 or float64 (half precision is refused); ``generator=None`` means a
@@ -34,6 +36,12 @@ Modules, one idea each:
 ``bench``      stacked engine vs a one-model-at-a-time loop, timed side by side
 ``doctor``     one command that checks the book's code path on this machine's device
 ``edition``    the student edition (solutions stripped) and the exercise index
+``book``       what the chapters use to show results: expect_refusal, tables, numbers for prose
+``certify``    rigorous (interval and exact integer) rank certificates for the AoT's matrices
+``lookup``     Dana et al.'s Theorem 2 on noisy look-up tables, as the book derives it
+``realdata``   offline real data: scikit-learn's digits, the Python reference's English text
+``transformer`` ``vit`` ``textmodels``  the small real models (a ViT, a GPT-like model, BERT/MiniLM)
+``real_assumptions``  Mahdavi et al.'s assumptions measured on those models (their Table 1 and 3)
 """
 import logging as _logging
 
@@ -71,6 +79,8 @@ _API = {
     # where code runs
     "pick_device": "memcap.device",
     "run_doctor": "memcap.doctor",
+    # showing that a call is refused (a chapter's cell, a test)
+    "expect_refusal": "memcap.book",
 }
 """Top-level name -> the module that defines it (imported on first access; see :func:`__getattr__`)."""
 

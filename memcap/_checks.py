@@ -200,6 +200,23 @@ def float_input(name: str, value: object, like: torch.Tensor | None = None) -> t
     return converted if like is None else converted.to(like.dtype)
 
 
+def module_input(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
+    """A float input of a ``torch.nn.Module`` whose parameters are like ``like`` (its first weight).
+
+    An array-like takes their device and dtype; a tensor must already be finite float32/float64 on their
+    device and in their dtype (a module does not cast its input, and torch's own mismatch errors do not
+    name the argument).
+    """
+    t = float_input(name, value, like)
+    if t.device != like.device:
+        raise ValueError(f"{name} is on {t.device} but the model's parameters are on {like.device}; "
+                         f"move it with .to({str(like.device)!r})")
+    if t.dtype != like.dtype:
+        raise ValueError(f"{name} has dtype {t.dtype} but the model's parameters have dtype {like.dtype}; "
+                         f"convert it with .to({like.dtype})")
+    return t
+
+
 def id_tensor(name: str, value: object, *, device: torch.device | str | None = None) -> torch.Tensor:
     """``value`` as an integer tensor of ids (token ids, class labels, example indices).
 

@@ -96,6 +96,8 @@ def sci(value: float, digits: int = 1) -> str:
 
 def glue_sci(name: str, value: float, digits: int = 1) -> None:
     """Glue ``value`` as inline math for prose: paste it with ``{glue:md}`name``` (not ``glue:text``)."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str (the key the prose pastes), got {name!r}")
     from IPython.display import Markdown
     from myst_nb import glue
 

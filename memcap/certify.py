@@ -22,19 +22,22 @@ Only step 1 relies on software beyond integer arithmetic: mpmath's directed roun
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
+import numpy as np
 import torch
 from mpmath import iv, libmp
 
-from memcap._checks import check_tensor, positive_int
+from memcap._checks import check_shape, finite_real, id_tensor, positive_int
 from memcap.models import AoTParams
 
-__all__ = ["Enclosure", "RankCertificate", "enclose", "certify_full_rank", "positive_definite"]
+__all__ = ["KINDS", "Enclosure", "RankCertificate", "enclose", "certify_full_rank", "positive_definite"]
 
 KINDS = ("attention", "features")
+"""The matrices :func:`enclose` can enclose: the attention before output A, the features F."""
 
 
 @dataclass(frozen=True)
@@ -100,21 +103,19 @@ def enclose(params: AoTParams, tokens: torch.Tensor, kind: str = "features", *,
     """Enclose the attention matrix A (Hd, T) or the feature matrix F (d + H d_h, T) of ``tokens``.
 
     ``params``: AoT weights (any float dtype; their values are read exactly as float64 numbers);
-    ``tokens``: (T, S) token ids; ``kind``: ``"attention"`` (column t is [A^1(t); ...; A^H(t)], as
-    :func:`memcap.construct.dana.head_input_matrix`) or ``"features"`` (column t is
-    [x_S(t); W_V^1 A^1(t); ...], as :func:`memcap.construct.dana.skip_feature_matrix`).
+    ``tokens``: (T, S) token ids (a tensor, array or nested list); ``kind``: ``"attention"`` (column t
+    is [A^1(t); ...; A^H(t)], as :func:`memcap.construct.dana.head_input_matrix`) or ``"features"``
+    (column t is [x_S(t); W_V^1 A^1(t); ...], as :func:`memcap.construct.dana.skip_feature_matrix`).
     ``precision``: mantissa bits of the interval arithmetic; ``bits``: the fixed-point scale p of the
-    result. Returns an :class:`Enclosure` of the exact matrix at these weights.
+    result. Returns an :class:`Enclosure` of the exact matrix at these weights (Python integers: the
+    arithmetic runs on the CPU whatever the device of ``params``).
     """
     if not isinstance(params, AoTParams):
         raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    check_tensor("tokens", tokens)
-    if tokens.ndim != 2 or tokens.is_floating_point() or tokens.shape[1] != params.seq_len:
-        raise ValueError(f"tokens must be a (T, S) integer tensor with S = {params.seq_len}, "
-                         f"got {tuple(tokens.shape)} {tokens.dtype}")
-    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= params.vocab):
+    tokens = check_shape("tokens", id_tensor("tokens", tokens), (None, params.seq_len), "(T, S)")
+    if int(tokens.min()) < 0 or int(tokens.max()) >= params.vocab:
         raise ValueError(f"tokens must be ids in [0, N) = [0, {params.vocab})")
     precision = positive_int("precision", precision)
     bits = positive_int("bits", bits)
@@ -175,16 +176,46 @@ def enclose(params: AoTParams, tokens: torch.Tensor, kind: str = "features", *,
     return Enclosure(tuple(mid), tuple(radius), bits)
 
 
+def _integer_matrix(name: str, value: object) -> list[list[int]]:
+    """A non-empty square matrix of exact integers, as lists of Python ints.
+
+    Integer tensors and arrays are read with ``tolist``; nested sequences may hold Python ints of any
+    size (Gram matrices of :func:`certify_full_rank` exceed int64). Floats, bools and complex numbers
+    are refused: the test is exact only on integers.
+    """
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        value = id_tensor(name, value).tolist()
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a square matrix of integers (nested sequences, an integer tensor or "
+                        f"array), got {type(value).__name__}")
+    rows = []
+    for i, row in enumerate(value):
+        if not isinstance(row, Sequence) or isinstance(row, (str, bytes)):
+            raise TypeError(f"{name}[{i}] must be a row of integers, got {type(row).__name__}")
+        for v in row:
+            if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
+                raise TypeError(f"{name} must hold integers (the test is exact), got {v!r} of type "
+                                f"{type(v).__name__} in row {i}")
+        rows.append([int(v) for v in row])
+    n = len(rows)
+    if n == 0:
+        raise ValueError(f"{name} must not be empty")
+    if any(len(row) != n for row in rows):
+        raise ValueError(f"{name} must be square, got {n} rows of lengths {sorted({len(r) for r in rows})}")
+    if any(rows[i][j] != rows[j][i] for i in range(n) for j in range(i)):
+        raise ValueError(f"{name} must be symmetric (Sylvester's criterion holds for symmetric matrices only)")
+    return rows
+
+
 def positive_definite(matrix: Sequence[Sequence[int]]) -> bool:
-    """Exactly decide whether a symmetric integer matrix is positive definite.
+    """Exactly decide whether a symmetric integer matrix ``(n, n)`` is positive definite.
 
     Sylvester's criterion: all leading principal minors are positive. Bareiss' fraction-free
     elimination produces them as its successive pivots, in integer arithmetic (every division is exact).
+    ``matrix``: nested sequences of Python ints (of any size), or an integer tensor or array.
     """
-    a = [list(map(int, row)) for row in matrix]
+    a = _integer_matrix("matrix", matrix)
     n = len(a)
-    if any(len(row) != n for row in a):
-        raise ValueError("matrix must be square")
     previous = 1
     for k in range(n):
         if a[k][k] <= 0:
@@ -201,7 +232,8 @@ def positive_definite(matrix: Sequence[Sequence[int]]) -> bool:
 
 def certify_full_rank(enclosure: Enclosure, columns: Sequence[int] | None = None, *,
                       margin: float = 0.5) -> RankCertificate:
-    """Try to prove that the enclosed matrix (restricted to ``columns``) has full rank min(rows, cols).
+    """Try to prove that the enclosed matrix (restricted to ``columns``, (k,) distinct column indices as a
+    tensor, array or list; all columns when None) has full rank min(rows, cols).
 
     ``margin`` in [0, 1): the certificate first asks for a proved lower bound ``s`` on the smallest
     singular value equal to ``margin`` times the float64 estimate's distance to the error bound, and if
@@ -210,12 +242,16 @@ def certify_full_rank(enclosure: Enclosure, columns: Sequence[int] | None = None
     """
     if not isinstance(enclosure, Enclosure):
         raise TypeError(f"enclosure must be an Enclosure, got {type(enclosure).__name__}")
+    margin = finite_real("margin", margin)
     if not 0 <= margin < 1:
         raise ValueError(f"margin must lie in [0, 1), got {margin}")
     rows, cols = enclosure.shape
-    picked = list(range(cols)) if columns is None else [int(c) for c in columns]
-    if not picked or any(not 0 <= c < cols for c in picked) or len(set(picked)) != len(picked):
-        raise ValueError(f"columns must be distinct indices in [0, {cols}), got {columns!r}")
+    if columns is None:
+        picked = list(range(cols))
+    else:
+        picked = check_shape("columns", id_tensor("columns", columns), (None,), "(k,)").tolist()
+    if any(not 0 <= c < cols for c in picked) or len(set(picked)) != len(picked):
+        raise ValueError(f"columns must be distinct indices in [0, {cols}), got {picked}")
     Z = [[row[c] for c in picked] for row in enclosure.mid]
     R = [[row[c] for c in picked] for row in enclosure.radius]
     m, n = rows, len(picked)

@@ -23,19 +23,21 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
+from dataclasses import dataclass
 from typing import Iterable
 
 import torch
 
 from memcap import _resolve
-from memcap._checks import positive_int, real_tensor
+from memcap._checks import check_bool, finite_real, nonnegative_real, positive_int, real_tensor
 
 __all__ = [
     "DEFAULT_RTOL", "ASSUMPTION_SEED", "DEFAULT_MAX_SUBSETS",
     "rank", "kruskal_rank", "randomized_kruskal_rank", "in_general_position",
     "check_assumption_1", "check_assumption_2", "check_assumption_3",
     "satisfies_assumption_1", "satisfies_assumption_2", "satisfies_assumption_3",
+    "context_ranks", "SubsetTest", "subset_test", "KruskalCurve", "kruskal_curve", "kruskal_search",
+    "AssumptionReport", "assumption_report",
 ]
 
 _MAHDAVI = "Mahdavi et al.'s"
@@ -62,14 +64,15 @@ _CHUNK_ELEMENTS = 1 << 22
 # input handling
 
 
-def _float_tensor(name: str, value: object) -> torch.Tensor:
-    """``value`` as a finite floating tensor on its own device (integer input promoted to float64)."""
-    return real_tensor(name, value)
+def _float_tensor(name: str, value: object, device: torch.device | None = None) -> torch.Tensor:
+    """``value`` as a finite floating tensor (integer input promoted to float64); array-likes go to
+    ``device`` (the device of the call's other tensors; the CPU when None)."""
+    return real_tensor(name, value, device=device)
 
 
-def _vectors(name: str, value: object) -> torch.Tensor:
-    """A non-empty set of row vectors, shape ``(m, d)``."""
-    v = _float_tensor(name, value)
+def _vectors(name: str, value: object, device: torch.device | None = None) -> torch.Tensor:
+    """A non-empty set of row vectors, shape ``(m, d)`` (array-likes placed on ``device``)."""
+    v = _float_tensor(name, value, device)
     if v.dim() != 2:
         raise ValueError(f"{name} must be a 2-D tensor of row vectors (m, d), got shape {tuple(v.shape)}")
     if v.shape[0] == 0 or v.shape[1] == 0:
@@ -92,18 +95,17 @@ def _contexts(value: object) -> tuple[torch.Tensor, bool]:
     return e, shared
 
 
-def _tol(tol: object) -> float | None:
-    if tol is None:
-        return None
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not math.isfinite(float(tol)) or tol < 0:
-        raise ValueError(f"tol must be a finite real number >= 0, got {tol!r}")
-    return float(tol)
+def _tol(tol: object, name: str = "tol") -> float | None:
+    """An absolute or relative rank tolerance: None (the default rule) or a finite real >= 0."""
+    return None if tol is None else nonnegative_real(name, tol)
 
 
 def _fraction(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= 1:
+    """A finite real in (0, 1] (the 99 % rule's threshold)."""
+    x = finite_real(name, value)
+    if not 0 < x <= 1:
         raise ValueError(f"{name} must be a real number in (0, 1], got {value!r}")
-    return float(value)
+    return x
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -132,10 +134,7 @@ def rank(matrix: object, *, tol: float | None = None, rtol: float | None = DEFAU
     mat = _float_tensor("matrix", matrix)
     if mat.dim() != 2:
         raise ValueError(f"matrix must be 2-D, got shape {tuple(mat.shape)}")
-    tol = _tol(tol)
-    if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, numbers.Real)
-                             or not math.isfinite(float(rtol)) or rtol < 0):
-        raise ValueError(f"rtol must be a finite real number >= 0, got {rtol!r}")
+    tol, rtol = _tol(tol), _tol(rtol, "rtol")
     if 0 in mat.shape:
         raise ValueError(f"matrix must not be empty: shape {tuple(mat.shape)} has an axis of length 0")
     return int(_batched_rank(mat.unsqueeze(0), tol, rtol)[0])
@@ -376,14 +375,12 @@ def _assumption_2_failure(contexts: object, tol: float | None) -> str | None:
 
 def _assumption_3_failure(contexts: object, queries: object, **kw: object) -> str | None:
     e, shared = _contexts(contexts)  # (T or 1, n, d)
-    q = _vectors("queries", queries)  # (T, d)
+    q = _vectors("queries", queries, e.device)  # (T, d)
     if e.shape[2] != q.shape[1]:
         raise ValueError(f"contexts and queries must share the dimension d, got {e.shape[2]} and {q.shape[1]}")
     if not shared and e.shape[0] != q.shape[0]:
         raise ValueError(f"contexts (T, n, d) and queries (T, d) must have the same T, "
                          f"got {e.shape[0]} and {q.shape[0]}")
-    if e.device != q.device:
-        raise ValueError(f"contexts are on {e.device} but queries are on {q.device}")
     dtype = torch.promote_types(e.dtype, q.dtype)
     mean = e.to(dtype).mean(dim=1)  # (T or 1, d): (1/n) sum_i e_i^(t)
     shifted = q.to(dtype) + mean.expand(q.shape[0], -1)  # (T, d): e~(t) = e(t) + mean
@@ -473,14 +470,6 @@ def satisfies_assumption_3(contexts: object, queries: object, *, tol: float | No
 # Every subset is judged by the rule of :func:`rank` (NumPy's, per subset), as the paper did.
 # ===================================================================================================
 
-from dataclasses import dataclass  # noqa: E402  (kept with the section that uses it)
-
-
-def _check_generator(generator: object) -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    return generator
-
 
 def _gram_subset_ranks(vectors: torch.Tensor, index: torch.Tensor, tol: float | None) -> torch.Tensor:
     """Ranks of the subsets ``vectors[index[b]]``, ``index: (B, k)`` with ``k <= d``, returned ``(B,)``.
@@ -492,14 +481,14 @@ def _gram_subset_ranks(vectors: torch.Tensor, index: torch.Tensor, tol: float | 
     when many subsets are rank-deficient.
     """
     k, d = index.shape[1], vectors.shape[1]
-    eps = torch.finfo(vectors.real.dtype if vectors.is_complex() else vectors.dtype).eps
-    v64 = vectors.to(torch.complex128 if vectors.is_complex() else torch.float64)
+    eps = torch.finfo(vectors.dtype).eps
+    v64 = vectors.to(torch.float64)
     index = index.to(vectors.device)
     chunk = max(1, _CHUNK_ELEMENTS // (k * d))
     out = []
     for start in range(0, index.shape[0], chunk):
         sub = v64[index[start:start + chunk]]  # (B, k, d)
-        lam = torch.linalg.eigvalsh(sub @ sub.mH)  # (B, k) ascending, ~ squared singular values
+        lam = torch.linalg.eigvalsh(sub @ sub.mT)  # (B, k) ascending, ~ squared singular values
         top = lam[:, -1].clamp_min(0)  # sigma_max^2
         thr = (torch.full_like(top, tol) ** 2 if tol is not None else (max(k, d) * eps) ** 2 * top)[:, None]
         margin = 4 * k * d * torch.finfo(torch.float64).eps * top[:, None]
@@ -545,14 +534,15 @@ class SubsetTest:
         return self.fraction >= _fraction("threshold", threshold)
 
 
-def subset_test(vectors: object, size: int, *, subsets: int, generator: torch.Generator,
+def subset_test(vectors: object, size: int, *, subsets: int, generator: torch.Generator | None = None,
                 tol: float | None = None) -> SubsetTest:
     """Draw ``subsets`` uniformly random ``size``-subsets of the rows of ``vectors: (m, d)`` with
-    ``generator`` and count the linearly independent ones (:func:`rank`'s rule per subset). A size above
-    ``d`` or ``m`` is never independent: 0 of ``subsets``, nothing drawn."""
+    ``generator`` (None: a fresh one seeded with 0) and count the linearly independent ones
+    (:func:`rank`'s rule per subset). A size above ``d`` or ``m`` is never independent: 0 of ``subsets``,
+    nothing drawn."""
     v = _vectors("vectors", vectors)
     size, subsets = positive_int("size", size), positive_int("subsets", subsets)
-    generator, tol = _check_generator(generator), _tol(tol)
+    generator, tol = _resolve.generator(generator), _tol(tol)
     m, d = v.shape
     if size > d or size > m:
         return SubsetTest(size=size, subsets=subsets, independent=0)
@@ -597,12 +587,16 @@ class KruskalCurve:
         return min([self.limit] + [t.size - 1 for t in self.tests if t.found_dependent])
 
 
-def kruskal_curve(vectors: object, sizes: Iterable[int], *, subsets: int, generator: torch.Generator,
+def kruskal_curve(vectors: object, sizes: Iterable[int], *, subsets: int, generator: torch.Generator | None = None,
                   threshold: float = 0.99, tol: float | None = None) -> KruskalCurve:
     """:func:`subset_test` at each size of ``sizes``: Figure 1 of Mahdavi et al., the fraction of
-    independent random k-subsets of the rows of ``vectors: (m, d)`` against the candidate rank k."""
+    independent random k-subsets of the rows of ``vectors: (m, d)`` against the candidate rank k. All
+    draws come from ``generator`` (None: a fresh one seeded with 0), size after size."""
     v = _vectors("vectors", vectors)
     threshold, tol = _fraction("threshold", threshold), _tol(tol)
+    subsets, generator = positive_int("subsets", subsets), _resolve.generator(generator)
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
+        raise TypeError(f"sizes must be an iterable of subset sizes k, got {type(sizes).__name__}")
     ks = sorted({positive_int("sizes", k) for k in sizes})
     if not ks:
         raise ValueError("sizes must contain at least one subset size k")
@@ -610,18 +604,19 @@ def kruskal_curve(vectors: object, sizes: Iterable[int], *, subsets: int, genera
     return KruskalCurve(tests=tests, threshold=threshold, limit=min(v.shape))
 
 
-def kruskal_search(vectors: object, *, subsets: int, generator: torch.Generator, threshold: float = 0.99,
-                   tol: float | None = None) -> KruskalCurve:
+def kruskal_search(vectors: object, *, subsets: int, generator: torch.Generator | None = None,
+                   threshold: float = 0.99, tol: float | None = None) -> KruskalCurve:
     """The 99 % rule's estimate of the Kruskal rank of the rows of ``vectors: (m, d)``, by bisection.
 
     The true fraction of independent k-subsets cannot grow with k (every k-subset of an independent
     (k+1)-subset is independent), so the largest passing k in ``1..min(m, d)`` is found with about
     :math:`\\log_2 \\min(m, d)` subset tests. Returns the :class:`KruskalCurve` of the tested sizes; its
     ``estimate`` is the answer, and the vectors are in general position by the same rule exactly when
-    it equals ``min(m, d)``.
+    it equals ``min(m, d)``. All draws come from ``generator`` (None: a fresh one seeded with 0).
     """
     v = _vectors("vectors", vectors)
     threshold, tol = _fraction("threshold", threshold), _tol(tol)
+    subsets, generator = positive_int("subsets", subsets), _resolve.generator(generator)
     tests: dict[int, SubsetTest] = {}
     low, high = 0, min(v.shape)  # invariant: `low` passes (0 trivially), sizes above `high` fail
     while low < high:
@@ -679,27 +674,27 @@ class AssumptionReport:
         return float((self.context_ranks == self.context_size).double().mean())
 
 
-def assumption_report(contexts: object, queries: object, *, subsets: int, generator: torch.Generator,
+def assumption_report(contexts: object, queries: object, *, subsets: int, generator: torch.Generator | None = None,
                       threshold: float = 0.99, tol: float | None = None,
                       kruskal_subsets: int | None = None, shifted: bool = True) -> AssumptionReport:
     """Measure Assumptions 1-3 and general position on ``contexts: (T, n, d)`` and ``queries: (T, d)``.
 
     ``subsets`` random n-subsets for Assumptions 1 and 3 and the ``threshold`` rule, as in the paper;
     the Kruskal-rank bisection (which decides general position) uses ``kruskal_subsets`` per tested
-    size (default ``subsets``). All draws come from ``generator``. ``shifted=False`` skips Assumption 3
-    (``assumption_3`` is then ``None``).
+    size (default ``subsets``). All draws come from ``generator`` (None: a fresh one seeded with 0).
+    ``shifted=False`` skips Assumption 3 (``assumption_3`` is then ``None``).
     """
     e, shared = _contexts(contexts)  # (T, n, d)
-    q = _vectors("queries", queries)  # (T, d)
+    q = _vectors("queries", queries, e.device)  # (T, d)
     if shared or e.shape[0] != q.shape[0]:
         raise ValueError(f"contexts (T, n, d) and queries (T, d) must have the same T, "
                          f"got contexts {tuple(e.shape)} and queries {tuple(q.shape)}")
     if e.shape[2] != q.shape[1]:
         raise ValueError(f"contexts and queries must share the dimension d, got {e.shape[2]} and {q.shape[1]}")
-    if e.device != q.device:
-        raise ValueError(f"contexts are on {e.device} but queries are on {q.device}")
-    threshold, tol, generator = _fraction("threshold", threshold), _tol(tol), _check_generator(generator)
-    kruskal_subsets = subsets if kruskal_subsets is None else kruskal_subsets
+    threshold, tol, generator = _fraction("threshold", threshold), _tol(tol), _resolve.generator(generator)
+    subsets = positive_int("subsets", subsets)
+    kruskal_subsets = subsets if kruskal_subsets is None else positive_int("kruskal_subsets", kruskal_subsets)
+    shifted = check_bool("shifted", shifted)
     t_count, n, d = e.shape
     return AssumptionReport(
         examples=t_count, context_size=n, dim=d, context_ranks=context_ranks(e, tol=tol),

@@ -17,28 +17,28 @@ prove the paper's "simplified form" (which the paper states without proof):
 
 Entropies are Shannon entropies h(p) = -sum_j p_j log p_j in nats. The paper writes H(p) for
 sum_j p_j log p_j = -h(p), so its -H and e^{-H} are our h and e^h. The unembedding is stored as an
-(N, d) matrix whose row j is the paper's column W_j, as in :mod:`memcap.construct.dana`.
+(N, d) matrix whose row j is the paper's column W_j, as in :mod:`memcap.construct.dana`. Inputs follow
+:mod:`memcap._checks` (tensors, NumPy arrays or nested lists; finite; no half precision); results live
+on the device of the tensor inputs (:func:`gaussian_unembedding`, which has none, takes ``device``).
 """
 from __future__ import annotations
 
 import math
-import numbers
 
 import sympy as sp
 import torch
 
-from memcap import bounds
-from memcap._checks import check_shape, check_tensor, positive_int
+from memcap import _resolve
+from memcap._checks import check_shape, finite_real, id_tensor, positive_int, real_tensor
+from memcap.bounds import C, N, d, h, p_err
 from memcap.construct.dana import DTYPE, SequenceEncoder
-from memcap.data import entropy as row_entropy
-from memcap.data import lookup_noise_for_entropy
+from memcap.data import _check_probability_rows, lookup_noise_for_entropy
 
 __all__ = ["t", "lam", "GRAM_UNION_BOUND_EXPR", "GAUSSIAN_GRAM_CONSTANT_EXPR", "ENVELOPE_EXPR",
            "COMMON_SCALE_EXPR", "SIMPLIFIED_KL_BOUND_EXPR", "gaussian_gram_constant", "gram_union_bound",
            "gaussian_unembedding", "common_scale", "simplified_kl_bound", "common_scale_encoder",
            "miss_probability", "noisy_lookup_rows"]
 
-N, d, C, h, p_err = bounds.N, bounds.d, bounds.C, bounds.h, bounds.p_err
 t = sp.Symbol("t", positive=True)
 """A threshold for the entries of W W^T - I."""
 lam = sp.Symbol("lambda", nonnegative=True)
@@ -73,24 +73,23 @@ def _vocab(vocab: object) -> int:
     return nv
 
 
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return x
+def _targets(targets: object, vocab: int, device: torch.device | None = None) -> torch.Tensor:
+    """The look-up table g as ``(T,)`` token ids in [0, N) (array-likes placed on ``device``)."""
+    g = check_shape("targets", id_tensor("targets", targets, device=device), (None,), "(T,)")
+    if int(g.min()) < 0 or int(g.max()) >= vocab:
+        raise ValueError(f"targets must be token ids in [0, N) = [0, {vocab})")
+    return g.long()
 
 
 def _constant(value: object) -> float:
-    c = _real("constant", value)
+    c = finite_real("constant", value)
     if not 0 <= c < 0.5:
         raise ValueError(f"Dana et al.'s Theorem 2 needs a Gram deviation C in [0, 1/2), got C = {c:.4g}")
     return c
 
 
 def _mean_entropy(value: object, vocab: int) -> float:
-    x = _real("mean_entropy", value)
+    x = finite_real("mean_entropy", value)
     if not 0 < x <= math.log(vocab):
         raise ValueError(f"mean_entropy must lie in (0, log N] = (0, {math.log(vocab):.4g}] nats, got {x}")
     return x
@@ -105,24 +104,24 @@ def gaussian_gram_constant(vocab: int, dim: int) -> float:
 def gram_union_bound(vocab: int, dim: int, threshold: float) -> float:
     """2 N^2 exp(-d t^2/8): bounds the probability that a Gaussian (N, d) unembedding with N(0, 1/d)
     entries has some entry of |W W^T - I| >= t. Valid for 0 < t < 1 (the chi-square tail used)."""
-    x = _real("threshold", threshold)
+    x = finite_real("threshold", threshold)
     if not 0 < x < 1:
         raise ValueError(f"threshold t must lie in (0, 1) for the chi-square tail bound, got {x}")
     return float(_GRAM_UNION_BOUND(positive_int("vocab", vocab), positive_int("dim", dim), x))
 
 
-def gaussian_unembedding(vocab: int, dim: int, *, generator: torch.Generator,
+def gaussian_unembedding(vocab: int, dim: int, *, generator: torch.Generator | None = None,
                          device: torch.device | str | None = None) -> torch.Tensor:
-    """An (N, d) unembedding with independent N(0, 1/d) entries, drawn on the CPU with ``generator``.
+    """An (N, d) unembedding with independent N(0, 1/d) entries, drawn with ``generator`` (None: a fresh
+    one seeded with 0) in float64 on the generator's device.
 
     Row j is W_j; E ||W_j||^2 = 1 and E W_i^T W_j = 0, and its Gram deviation concentrates at scale
-    sqrt(log N / d) (see :data:`GRAM_UNION_BOUND_EXPR`). Returns float64 on ``device`` (CPU if None).
+    sqrt(log N / d) (see :data:`GRAM_UNION_BOUND_EXPR`). Returns float64 on ``device`` (None:
+    :func:`memcap.device.pick_device`).
     """
     nv, dm = positive_int("vocab", vocab), positive_int("dim", dim)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    W = torch.randn(nv, dm, generator=generator, dtype=DTYPE) / math.sqrt(dm)
-    return W if device is None else W.to(device)
+    generator, dev = _resolve.generator(generator), _resolve.device(device)
+    return _resolve.randn((nv, dm), generator, DTYPE, dev) / math.sqrt(dm)
 
 
 def common_scale(vocab: int, constant: float, mean_entropy: float) -> float:
@@ -140,7 +139,7 @@ def simplified_kl_bound(vocab: int, constant: float, error_prob: float, mean_ent
     Shannon entropy in (0, log N] nats.
     """
     nv = _vocab(vocab)
-    e = _real("error_prob", error_prob)
+    e = finite_real("error_prob", error_prob)
     if not 0 <= e <= 1:
         raise ValueError(f"error_prob must lie in [0, 1], got {e}")
     return float(_SIMPLIFIED_KL_BOUND(nv, _constant(constant), e, _mean_entropy(mean_entropy, nv)))
@@ -150,32 +149,24 @@ def common_scale_encoder(targets: torch.Tensor, unembedding: torch.Tensor, scale
     """The sequence encoder E(t) = scale * W_{g(t)} with one scale for every sequence.
 
     ``targets``: (T,) the look-up table g(t) as token ids; ``unembedding``: (N, d), rows W_j;
-    ``scale`` >= 0. Returns a :class:`~memcap.construct.dana.SequenceEncoder` (logits (T, N)).
+    ``scale`` >= 0. Returns a float64 :class:`~memcap.construct.dana.SequenceEncoder` (logits (T, N)) on
+    the unembedding's device.
     """
-    check_tensor("targets", targets)
-    check_tensor("unembedding", unembedding)
-    if unembedding.ndim != 2:
-        raise ValueError(f"unembedding must have shape (N, d), got {tuple(unembedding.shape)}")
-    if targets.ndim != 1 or targets.dtype.is_floating_point:
-        raise ValueError(f"targets must be a (T,) integer tensor of token ids, got {targets.dtype} "
-                         f"of shape {tuple(targets.shape)}")
-    nv = unembedding.shape[0]
-    if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= nv):
-        raise ValueError(f"targets must be token ids in [0, N) = [0, {nv})")
-    s = _real("scale", scale)
+    W = check_shape("unembedding", real_tensor("unembedding", unembedding, dtype=DTYPE), (None, None), "(N, d)")
+    g = _targets(targets, W.shape[0], W.device)
+    s = finite_real("scale", scale)
     if s < 0:
         raise ValueError(f"scale must be >= 0, got {s}")
-    W = unembedding.to(DTYPE)
-    return SequenceEncoder(W, s * W[targets.to(W.device).long()])
+    return SequenceEncoder(W, s * W[g])
 
 
 def miss_probability(probs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """1 - pi(g(t) | t) for every sequence: ``probs`` (T, N), ``targets`` (T,) token ids. Returns (T,)."""
-    row_entropy(probs)                                   # validates the probability rows
-    check_tensor("targets", targets)
-    check_shape("targets", targets, (probs.shape[0],), "(T,)")
-    g = targets.to(probs.device).long()
-    return 1 - probs.gather(1, g[:, None])[:, 0]
+    """1 - pi(g(t) | t) for every sequence: ``probs`` (T, N) probability rows, ``targets`` (T,) token ids.
+    Returns (T,) on the device of ``probs``, in its dtype."""
+    p = _check_probability_rows("probs", probs)
+    g = _targets(targets, p.shape[1], p.device)
+    check_shape("targets", g, (p.shape[0],), "(T,)")
+    return 1 - p.gather(1, g[:, None])[:, 0]
 
 
 def noisy_lookup_rows(targets: torch.Tensor, vocab: int, entropies: torch.Tensor) -> torch.Tensor:
@@ -187,16 +178,15 @@ def noisy_lookup_rows(targets: torch.Tensor, vocab: int, entropies: torch.Tensor
     float64 probabilities (T, N) on the targets' device.
     """
     nv = _vocab(vocab)
-    check_tensor("targets", targets)
-    check_tensor("entropies", entropies)
-    if targets.ndim != 1:
-        raise ValueError(f"targets must have shape (T,), got {tuple(targets.shape)}")
-    check_shape("entropies", entropies, (targets.shape[0],), "(T,)")
-    if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= nv):
-        raise ValueError(f"targets must be token ids in [0, N) = [0, {nv})")
-    values = entropies.detach().to("cpu", DTYPE)
+    g = _targets(targets, nv)
+    levels = real_tensor("entropies", entropies, device=g.device)
+    check_shape("entropies", levels, (g.shape[0],), "(T,)")
+    if bool((levels < 0).any()) or bool((levels > math.log(nv)).any()):
+        raise ValueError(f"entropies must lie in [0, log N] = [0, {math.log(nv):.4g}] nats, got values from "
+                         f"{float(levels.min()):.4g} to {float(levels.max()):.4g}")
+    values = levels.detach().to("cpu", DTYPE)
     noise = {float(v): lookup_noise_for_entropy(nv, float(v)) for v in torch.unique(values)}
     eta = torch.tensor([noise[float(v)] for v in values], dtype=DTYPE)
     probs = (eta / (nv - 1))[:, None].repeat(1, nv)
-    probs[torch.arange(len(eta)), targets.to("cpu").long()] = 1 - eta
-    return probs.to(targets.device)
+    probs[torch.arange(len(eta)), g.cpu()] = 1 - eta
+    return probs.to(g.device)

@@ -10,8 +10,8 @@ for Table 3.
 
 :data:`PAPER` holds the paper's numbers we compare with (facts from the paper, cited in the book);
 :data:`QUICK` and :data:`PAPER_PROFILE` are the two profiles (``MEMCAP_PROFILE`` picks one, see
-:func:`settings`). Everything runs on :func:`memcap.device.pick_device`, in float32 like the paper's
-models, so the rank tolerance is float32's.
+:func:`settings`). Everything runs on ``device`` (None: :func:`memcap.device.pick_device`), in float32
+like the paper's models, so the rank tolerance is float32's. The text is cut into windows on the CPU.
 """
 from __future__ import annotations
 
@@ -20,12 +20,17 @@ from dataclasses import dataclass, field
 
 import torch
 
-from memcap import linalg
+from memcap import _resolve, linalg
+from memcap._checks import check_bool, check_shape, nonnegative_int, positive_int, real_tensor
 from memcap.realdata import byte_tokens, english_text, load_digits, sentence_pairs, text_windows
 from memcap.sweep import check_profile
 from memcap.textmodels import BertEncoder, GPTConfig, TinyGPT, load_minilm, minilm_dir, train_language_model
 from memcap.transformer import AttentionWithSkip, init_xavier_
 from memcap.vit import TinyViT, ViTConfig, accuracy, train_classifier
+
+__all__ = ["PAPER", "QUICK", "PAPER_PROFILE", "settings", "Layers", "vit_layers", "gpt_layers", "bert_layers",
+           "reports", "figure1_sizes", "mark", "cells", "figure1", "agreement", "COLUMNS", "TABLE1_ROWS",
+           "TABLE3_COLUMNS", "comparison_cells", "paper_table3"]
 
 PAPER = {
     "vit": {"examples": 2000, "context_size": 197, "dim": 768},
@@ -100,8 +105,12 @@ class Layers:
     info: dict = field(default_factory=dict)
 
     def add(self, key: object, states: torch.Tensor, query_row: int) -> None:
-        """Record ``states: (T, n, d)`` under ``key`` with row ``query_row`` as the query."""
-        states = states.detach()
+        """Record ``states: (T, n, d)`` under ``key`` with row ``query_row`` (in 0..n-1) as the query."""
+        states = check_shape("states", real_tensor("states", states).detach(), (None, None, None), "(T, n, d)")
+        query_row = nonnegative_int("query_row", query_row)
+        if query_row >= states.shape[1]:
+            raise ValueError(f"query_row must be a row of the context, in 0..n-1 = {states.shape[1] - 1}, "
+                             f"got {query_row}")
         self.contexts[key] = states
         self.queries[key] = states[:, query_row]
 
@@ -111,11 +120,16 @@ def _batched(fn, inputs: torch.Tensor, batch: int = 256) -> torch.Tensor:
         return torch.cat([fn(inputs[i:i + batch]) for i in range(0, len(inputs), batch)])
 
 
-def vit_layers(cfg: dict, *, device: torch.device, seed: int = 0) -> Layers:
+def _run_on(device: torch.device | str | None, seed: object) -> tuple[torch.device, int]:
+    return _resolve.device(device), nonnegative_int("seed", seed)
+
+
+def vit_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int = 0) -> Layers:
     """Table 1's four models on all digits: a random ViT's embedding (``"embedding"``), one random
     attention layer with skip on it (``"random_attention"``, one head, Glorot init), the first block of
     the random ViT (``"random_vit"``) and of the same ViT trained on the digits (``"trained_vit"``).
     ``cfg``: the ``"vit"`` part of a profile. ``info``: accuracies, losses, n, d, T."""
+    device, seed = _run_on(device, seed)
     images, labels = load_digits(device=device)
     config = ViTConfig(**cfg["config"])
     model = TinyViT(config, generator=torch.Generator().manual_seed(seed)).to(device)
@@ -139,11 +153,12 @@ def vit_layers(cfg: dict, *, device: torch.device, seed: int = 0) -> Layers:
     return out
 
 
-def gpt_layers(cfg: dict, *, device: torch.device, seed: int = 0) -> Layers:
+def gpt_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int = 0) -> Layers:
     """Table 3's GPT columns: layers 0 and 1 of a random GPT-like model (keys ``("gpt", "random", 0)``,
     ``("gpt", "random", 1)``) and of the same model trained on the English text (``"trained"``), on T
     random byte windows of n tokens; the query is the last token. ``cfg``: the ``"gpt"`` part of a profile."""
-    tokens = byte_tokens(english_text())
+    device, seed = _run_on(device, seed)
+    tokens = byte_tokens(english_text(), device="cpu")
     config = GPTConfig(**cfg["config"])
     model = TinyGPT(config, generator=torch.Generator().manual_seed(seed)).to(device)
     windows = text_windows(tokens, config.context, cfg["examples"],
@@ -162,11 +177,12 @@ def gpt_layers(cfg: dict, *, device: torch.device, seed: int = 0) -> Layers:
     return out
 
 
-def bert_layers(cfg: dict, *, device: torch.device, seed: int = 0) -> Layers | None:
+def bert_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int = 0) -> Layers | None:
     """Table 3's BERT columns: layers 0 and 1 of the pretrained all-MiniLM-L6-v2 (``("bert", "trained", k)``)
     and of the same architecture re-initialised (``"random"``), on T passages ``[CLS] A [SEP] B`` of n
     WordPiece tokens of the English text; the query is ``[CLS]``. ``None`` when the model's package is
     not installed. ``cfg``: the ``"bert"`` part of a profile."""
+    device, seed = _run_on(device, seed)
     if minilm_dir() is None:
         return None
     trained, wordpiece = load_minilm(layers=1)
@@ -195,6 +211,9 @@ def reports(layers: Layers, tests: dict, *, seed: int = 0, shifted: bool = True)
     """:func:`memcap.linalg.assumption_report` for every key of ``layers`` (one generator per key, seeded
     from ``seed`` and the key's position). ``tests``: the ``"tests"`` part of a profile; ``shifted``:
     also test Assumption 3."""
+    if not isinstance(layers, Layers):
+        raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
+    seed, shifted = nonnegative_int("seed", seed), check_bool("shifted", shifted)
     out = {}
     for i, key in enumerate(layers.contexts):
         out[key] = linalg.assumption_report(
@@ -206,11 +225,14 @@ def reports(layers: Layers, tests: dict, *, seed: int = 0, shifted: bool = True)
 
 def figure1_sizes(context_size: int, dim: int, step: int) -> list[int]:
     """Candidate Kruskal ranks of Figure 1: 1, 1 + step, ... up to d, plus n and d themselves."""
+    context_size, dim = positive_int("context_size", context_size), positive_int("dim", dim)
+    step = positive_int("step", step)
     return sorted(set(range(1, dim + 1, step)) | {context_size, dim})
 
 
 def mark(holds: bool) -> str:
     """✓ or ✗."""
+    check_bool("holds", holds)
     return "✓" if holds else "✗"
 
 
@@ -221,6 +243,8 @@ def cells(report: linalg.AssumptionReport) -> dict[str, str]:
     ``assumption_3``: the fraction of independent random n-subsets (4 decimals); ``assumption_2``: the
     fraction of full-rank contexts and the smallest context rank; ``kruskal``: the 99 % rule's estimate
     and, after ≤, the proved upper bound."""
+    if not isinstance(report, linalg.AssumptionReport):
+        raise TypeError(f"report must be a linalg.AssumptionReport, got {type(report).__name__}")
     r = report
     limit = min(r.examples, r.dim)
     sign = "=" if r.in_general_position else "<"
@@ -235,6 +259,9 @@ def cells(report: linalg.AssumptionReport) -> dict[str, str]:
 def figure1(layers: Layers, tests: dict, *, seed: int = 0) -> dict:
     """Figure 1's curves: :func:`memcap.linalg.kruskal_curve` of every key's queries at
     :func:`figure1_sizes`, with ``tests["fig1_subsets"]`` subsets per size."""
+    if not isinstance(layers, Layers):
+        raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
+    seed = nonnegative_int("seed", seed)
     out = {}
     for i, key in enumerate(layers.queries):
         t_count, n, d = layers.contexts[key].shape

@@ -10,6 +10,10 @@
 Text becomes tokens either as raw bytes (:func:`byte_tokens`, the vocabulary of the small GPT-like model)
 or through a WordPiece vocabulary (:mod:`memcap.textmodels`). :func:`text_windows` and
 :func:`sentence_pairs` cut the examples of Mahdavi et al.'s Appendix J from a token stream.
+
+Token streams are ``(L,)`` integer ids (tensors, NumPy arrays or lists); results live on their device.
+Functions without tensor inputs take ``device`` (None: :func:`memcap.device.pick_device`);
+``generator=None`` means a fresh generator seeded with 0.
 """
 from __future__ import annotations
 
@@ -17,7 +21,11 @@ import importlib.util
 
 import torch
 
-from memcap._checks import positive_int
+from memcap import _resolve
+from memcap._checks import check_shape, id_tensor, nonnegative_int, positive_int
+
+__all__ = ["DIGITS_SIDE", "DIGITS_LEVELS", "digits_available", "load_digits", "english_text", "byte_tokens",
+           "text_windows", "sentence_pairs"]
 
 DIGITS_SIDE = 8
 """Side of scikit-learn's digit images, in pixels."""
@@ -30,12 +38,15 @@ def digits_available() -> bool:
     return importlib.util.find_spec("sklearn") is not None
 
 
-def load_digits(*, dtype: torch.dtype = torch.float32,
+def load_digits(*, dtype: torch.dtype | None = torch.float32,
                 device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The 1797 digit images scaled to [0, 1], ``(1797, 8, 8)``, and their labels 0..9, ``(1797,)`` int64.
 
-    Raises ``ModuleNotFoundError`` naming the package when scikit-learn is missing.
+    ``dtype``: float32 (default; None means the same) or float64; ``device``: None means
+    :func:`memcap.device.pick_device`. Raises ``ModuleNotFoundError`` naming the package when
+    scikit-learn is missing.
     """
+    dtype, device = _resolve.float_dtype(dtype, torch.float32), _resolve.device(device)
     if not digits_available():
         raise ModuleNotFoundError("load_digits needs scikit-learn (its wheel ships the digits): "
                                   "pip install scikit-learn")
@@ -55,30 +66,37 @@ def english_text() -> str:
     return "\n\n".join(topics[key] for key in sorted(topics))
 
 
-def byte_tokens(text: str) -> torch.Tensor:
-    """``text`` as UTF-8 bytes, ``(L,)`` int64 in 0..255: the tokens of a byte-level language model."""
+def byte_tokens(text: str, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """``text`` as UTF-8 bytes, ``(L,)`` int64 in 0..255: the tokens of a byte-level language model, on
+    ``device`` (None: :func:`memcap.device.pick_device`)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return torch.tensor(list(text.encode("utf-8")), dtype=torch.int64)
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.int64, device=_resolve.device(device))
 
 
-def text_windows(tokens: torch.Tensor, length: int, count: int, *, generator: torch.Generator) -> torch.Tensor:
+def _stream(tokens: object) -> torch.Tensor:
+    """A token stream: ``(L,)`` integer ids, L >= 1."""
+    return check_shape("tokens", id_tensor("tokens", tokens), (None,), "(L,)")
+
+
+def text_windows(tokens: torch.Tensor, length: int, count: int, *,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
     """``count`` windows of ``length`` consecutive tokens, ``(count, length)``, with **distinct contents**.
 
-    ``tokens: (L,)``. Starts are drawn without replacement in a random order from ``generator``; a window
+    ``tokens: (L,)``. Starts are drawn without replacement in a random order from ``generator`` (None: a
+    fresh one seeded with 0); a window
     whose content equals an earlier one (a passage that the text repeats) is skipped. Drawing starts
     with replacement instead would repeat windows by the birthday paradox (about ``count^2 / 2L``
     pairs), and two equal examples have equal queries: Kruskal rank 1. Raises ``ValueError`` when the
     text has fewer than ``count`` distinct windows.
     """
     length, count = positive_int("length", length), positive_int("count", count)
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1:
-        raise ValueError("tokens must be a 1-D tensor (L,) of token ids")
+    tokens, generator = _stream(tokens), _resolve.generator(generator)
     if tokens.numel() < length:
         raise ValueError(f"tokens must hold at least length = {length} tokens, got L = {tokens.numel()}")
     seen: set[tuple[int, ...]] = set()
     rows = []
-    for start in torch.randperm(tokens.numel() - length + 1, generator=generator).tolist():
+    for start in torch.randperm(tokens.numel() - length + 1, generator=generator, device=generator.device).tolist():
         window = tokens[start:start + length]
         key = tuple(window.tolist())
         if key not in seen:
@@ -90,30 +108,34 @@ def text_windows(tokens: torch.Tensor, length: int, count: int, *, generator: to
 
 
 def sentence_pairs(tokens: torch.Tensor, length: int, count: int, *, cls_id: int, sep_id: int,
-                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT-style examples ``[CLS] A [SEP] B`` of exactly ``length`` tokens, as in Mahdavi et al.'s Appendix J.
 
     Segment A has a random length between 5 and ``length - 7``; with probability 1/2 segment B is the
     text that follows A, otherwise a piece from a random other place. Returns ``(ids, types)``, both
-    ``(count, length)`` int64; ``types`` is 0 on ``[CLS] A [SEP]`` and 1 on B (BERT's segment ids).
+    ``(count, length)`` int64 on the tokens' device; ``types`` is 0 on ``[CLS] A [SEP]`` and 1 on B (BERT's
+    segment ids). ``generator``: None means a fresh one seeded with 0.
     """
     length, count = positive_int("length", length), positive_int("count", count)
+    cls_id, sep_id = nonnegative_int("cls_id", cls_id), nonnegative_int("sep_id", sep_id)
     if length < 13:
         raise ValueError(f"length must be >= 13 ([CLS], [SEP] and two segments of >= 5 tokens), got {length}")
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 * length:
-        raise ValueError("tokens must be a 1-D tensor (L,) with L >= 2 * length")
-    body = length - 2
-    ids = torch.empty(count, length, dtype=torch.int64)
-    types = torch.zeros(count, length, dtype=torch.int64)
+    tokens, generator = _stream(tokens), _resolve.generator(generator)
+    if tokens.numel() < 2 * length:
+        raise ValueError(f"tokens must hold L >= 2 * length = {2 * length} tokens, got L = {tokens.numel()}")
+    body, dev, draw = length - 2, tokens.device, generator.device
+    ids = torch.empty(count, length, dtype=torch.int64, device=dev)
+    types = torch.zeros(count, length, dtype=torch.int64, device=dev)
+    cls, sep = torch.tensor([cls_id], device=dev), torch.tensor([sep_id], device=dev)
     for t in range(count):
-        len_a = int(torch.randint(5, body - 4, (1,), generator=generator))
-        start = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator))
+        len_a = int(torch.randint(5, body - 4, (1,), generator=generator, device=draw))
+        start = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator, device=draw))
         a = tokens[start:start + len_a]
-        if bool(torch.rand(1, generator=generator) < 0.5):
+        if bool(torch.rand(1, generator=generator, device=draw) < 0.5):
             b = tokens[start + len_a:start + body]                        # the true continuation
         else:
-            other = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator))
+            other = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator, device=draw))
             b = tokens[other:other + body - len_a]                        # a random other piece
-        ids[t] = torch.cat([torch.tensor([cls_id]), a, torch.tensor([sep_id]), b])
+        ids[t] = torch.cat([cls, a, sep, b])
         types[t, len_a + 2:] = 1
     return ids, types

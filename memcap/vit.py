@@ -9,6 +9,10 @@ In the language of Mahdavi et al., for image :math:`t` the **context** :math:`E^
 ``(n, d)`` token matrix of a layer (n = patches + 1) and the **query** :math:`e^{(t)}` its ``[CLS]``
 row (row 0). :meth:`TinyViT.hidden_states` returns these matrices after the embedding (layer 0) and after
 each block, like ``hidden_states`` of common ViT implementations.
+
+Images are tensors, NumPy arrays or nested lists, converted once to the model's device and dtype;
+non-finite, half-precision and empty images are refused naming ``images`` (labels: integer class ids,
+``labels``). ``generator=None`` means a fresh generator seeded with 0.
 """
 from __future__ import annotations
 
@@ -18,8 +22,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memcap._checks import check_shape, positive_int, positive_real
+from memcap import _resolve
+from memcap._checks import (
+    check_shape,
+    float_input,
+    id_tensor,
+    module_input,
+    nonnegative_int,
+    nonnegative_real,
+    positive_int,
+    positive_real,
+)
 from memcap.transformer import Block, init_normal_, warmup_cosine
+
+__all__ = ["ViTConfig", "patchify", "TinyViT", "accuracy", "train_classifier"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +83,7 @@ def patchify(images: torch.Tensor, patch: int) -> torch.Tensor:
     """Cut ``images: (N, C, S, S)`` into non-overlapping squares: ``(N, (S/patch)^2, C * patch^2)``,
     patches in row-major order, each flattened channel by channel."""
     patch = positive_int("patch", patch)
-    check_shape("images", images, (None, None, None, None), "(N, C, S, S)")
+    images = check_shape("images", float_input("images", images), (None, None, None, None), "(N, C, S, S)")
     n, c, h, w = images.shape
     if h != w or h % patch:
         raise ValueError(f"images must be square with a side divisible by patch = {patch}, got {h} x {w}")
@@ -76,10 +92,11 @@ def patchify(images: torch.Tensor, patch: int) -> torch.Tensor:
 
 
 class TinyViT(nn.Module):
-    """A ViT classifier built from :class:`ViTConfig`, initialised from ``generator`` (weights, ``[CLS]``
-    and positions ~ N(0, init_std^2), as in ViT)."""
+    """A ViT classifier built from :class:`ViTConfig`, initialised from ``generator`` (None: a fresh one
+    seeded with 0; weights, ``[CLS]`` and positions ~ N(0, init_std^2), as in ViT). Built on the CPU in
+    float32; move it with ``.to(device)``."""
 
-    def __init__(self, config: ViTConfig, *, generator: torch.Generator) -> None:
+    def __init__(self, config: ViTConfig, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
         if not isinstance(config, ViTConfig):
             raise TypeError(f"config must be a ViTConfig, got {type(config).__name__}")
@@ -95,6 +112,7 @@ class TinyViT(nn.Module):
 
     def _prepare(self, images: torch.Tensor) -> torch.Tensor:
         """``(N, S0, S0)`` or ``(N, C, S0, S0)`` images -> ``(N, C, S, S)`` at the configured size."""
+        images = module_input("images", images, self.cls)
         if images.dim() == 3:
             images = images.unsqueeze(1)
         check_shape("images", images, (None, self.config.channels, None, None), "(N, C, S, S)")
@@ -112,7 +130,7 @@ class TinyViT(nn.Module):
     def hidden_states(self, images: torch.Tensor, layers: int | None = None) -> list[torch.Tensor]:
         """Token matrices ``(N, n, d)`` after the embedding and after each of the first ``layers`` blocks
         (all blocks when ``None``): a list of ``layers + 1`` tensors."""
-        layers = self.config.depth if layers is None else int(layers)
+        layers = self.config.depth if layers is None else nonnegative_int("layers", layers)
         if not 0 <= layers <= self.config.depth:
             raise ValueError(f"layers must be in 0..depth = {self.config.depth}, got {layers}")
         states = [self.embed(images)]
@@ -126,8 +144,26 @@ class TinyViT(nn.Module):
         return self.head(self.norm(x[:, 0]))
 
 
+def _examples(model: object, inputs: object, labels: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """``inputs`` ``(N, ...)`` on the model's device and in its dtype, and ``labels`` ``(N,)`` class ids."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    inputs = module_input("inputs", inputs, next(model.parameters()))
+    if inputs.dim() == 0 or 0 in inputs.shape:
+        raise ValueError(f"inputs must be a non-empty batch (N, ...), got shape {tuple(inputs.shape)}")
+    labels = check_shape("labels", id_tensor("labels", labels, device=inputs.device), (None,), "(N,)")
+    if len(inputs) != len(labels):
+        raise ValueError(f"inputs and labels must have the same length, got {len(inputs)} and {len(labels)}")
+    if int(labels.min()) < 0:
+        raise ValueError(f"labels must be class ids >= 0, got {int(labels.min())}")
+    return inputs, labels
+
+
 def accuracy(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 512) -> float:
-    """Fraction of ``inputs`` whose arg-max logit is the label (model in eval mode, no gradients)."""
+    """Fraction of ``inputs`` ``(N, ...)`` whose arg-max logit is the label ``(N,)`` (model in eval mode, no
+    gradients)."""
+    inputs, labels = _examples(model, inputs, labels)
+    batch_size = positive_int("batch_size", batch_size)
     model.eval()
     with torch.no_grad():
         hits = sum(int((model(inputs[i:i + batch_size]).argmax(-1) == labels[i:i + batch_size]).sum())
@@ -136,21 +172,23 @@ def accuracy(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, *, ba
 
 
 def train_classifier(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, *, steps: int,
-                     batch_size: int, lr: float, generator: torch.Generator,
+                     batch_size: int, lr: float, generator: torch.Generator | None = None,
                      weight_decay: float = 0.05) -> list[float]:
-    """Train ``model`` with AdamW on cross-entropy: random mini-batches drawn from ``generator``, the
-    learning rate warmed up over the first 5 % of ``steps`` then decayed to 0 by a cosine. Returns the
-    loss of every step."""
+    """Train ``model`` with AdamW on cross-entropy: random mini-batches of ``inputs`` ``(N, ...)`` and
+    ``labels`` ``(N,)`` drawn from ``generator`` (None: a fresh one seeded with 0), the learning rate
+    warmed up over the first 5 % of ``steps`` then decayed to 0 by a cosine. Returns the loss of every
+    step."""
     steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
-    lr = positive_real("lr", lr)
-    if len(inputs) != len(labels):
-        raise ValueError(f"inputs and labels must have the same length, got {len(inputs)} and {len(labels)}")
+    lr, weight_decay = positive_real("lr", lr), nonnegative_real("weight_decay", weight_decay)
+    inputs, labels = _examples(model, inputs, labels)
+    generator = _resolve.generator(generator)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = warmup_cosine(opt, steps)
     model.train()
     losses = []
     for _ in range(steps):
-        idx = torch.randint(0, len(labels), (batch_size,), generator=generator).to(labels.device)
+        idx = torch.randint(0, len(labels), (batch_size,), generator=generator,
+                            device=generator.device).to(labels.device)
         loss = F.cross_entropy(model(inputs[idx]), labels[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()

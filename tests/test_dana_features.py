@@ -167,3 +167,25 @@ def test_grid_bound_holds_for_random_weights(one_thread):
     for H, d_h in ((1, 3), (2, 4), (2, 2)):
         params = init_aot(4, 3, 4, H, d_h, generator=gen(H), dtype=F64)
         assert _rank(dana.skip_feature_matrix(params, grid)) == 1 + H * min(d_h, k)
+
+
+def test_array_like_inputs_and_validated_options():
+    """Token ids as lists or arrays give the same weights as tensors; scales, prior and targets are
+    checked under their own names."""
+    tokens = all_sequences(3, 2)
+    from_tensor = DF.rank_one_witness(tokens, 3, 3, 2, generator=gen(3))
+    from_list = DF.rank_one_witness(tokens.tolist(), 3, 3, 2, generator=gen(3))
+    assert all(torch.equal(a, b) for a, b in zip(from_tensor.parameters(), from_list.parameters()))
+    assert DF.feature_count(tokens.numpy(), 3, 2, 2) == DF.feature_count(tokens, 3, 2, 2)
+    with pytest.raises(ValueError, match="scales must be finite"):
+        DF.rank_one_witness(tokens, 3, 3, 2, scales=torch.tensor([1.0, math.nan]))
+    with pytest.raises(ValueError, match="scales must be positive"):
+        DF.rank_one_witness(tokens, 3, 3, 2, scales=[1.0, -2.0])
+    with pytest.raises(ValueError, match=r"scales must have shape \(k,\)"):
+        DF.rank_one_witness(tokens, 3, 3, 2, scales=torch.ones(2, 2))
+    seqs, targets = association_task(5, 2, count=8, generator=gen(4))
+    with pytest.raises(TypeError, match="targets must have an integer dtype"):
+        DF.corollary1_build(seqs, targets.double(), 5, heads=3, head_dim=2)
+    tokens, _, encoder = _task(8, 4, 3, 3)
+    with pytest.raises(ValueError, match=r"prior must have shape \(T,\)"):
+        DF.theorem1_build(encoder, tokens, heads=4, head_dim=2, prior=torch.full((3,), 1 / 3, dtype=F64))

@@ -207,3 +207,59 @@ def test_fig1b_trains_both_architectures_and_summarizes_one_at_a_time():
     assert dana_fig1b.summarize(eq2 + shared, shared_compression=True).quadratic.coef[2] == pytest.approx(0.01)
     with pytest.raises(ValueError, match="no model with shared_compression=True"):
         dana_fig1b.summarize(eq2, shared_compression=True)
+
+
+# --- verdicts: the words the chapter glues, decided from the summaries ------------------------------
+
+def test_heads_verdict_grades_linearity_and_bounds():
+    line = [_record(H, 2, 2, _phi(10 + 3 * 2 * H)) for H in (1, 2, 3, 4)]
+    v = dana_fig1a.verdict(dana_fig1a.summarize(line))
+    assert v.status == "yes" and "above both theory lines at every $H$" in v.text
+    below = [_record(H, 2, 2, _phi(1 + 0.5 * 2 * H)) for H in (1, 2, 3, 4)]   # fewer than H d_h + d
+    v = dana_fig4.verdict(dana_fig4.summarize(below))
+    assert v.status == "no" and "falls below Corollary 2" in v.text
+    wiggly = [_record(H, 2, 2, a) for H, a in zip((1, 2, 3, 4), (0.3, 0.6, 0.35, 0.7))]
+    assert dana_common.heads_verdict(dana_common.summarize_heads(wiggly)).status == "partly"
+
+
+def test_fig4_verdict_compares_with_the_paper_count():
+    near = [_record(H, 2, 2, _phi(2 + 1.8 * 2 * H)) for H in (1, 3, 5)]
+    assert dana_fig4.verdict(dana_fig4.summarize(near)).status == "yes"
+    far = [_record(H, 2, 2, _phi(2 + 3.0 * 2 * H)) for H in (1, 3, 5)]
+    v = dana_fig4.verdict(dana_fig4.summarize(far))
+    assert v.status == "partly" and "more than 25 % away" in v.text
+
+
+def test_fig1b_verdict_and_early_share():
+    concave = [_record(4, k, 8, 0.5 - 0.4 / k) for k in (1, 2, 4, 6, 8)]
+    s = dana_fig1b.summarize(concave)
+    assert dana_fig1b.verdict(s).status == "partly"
+    mid, share = dana_fig1b.early_share(s)
+    assert mid == 4 and share == pytest.approx((0.4 - 0.1) / (0.45 - 0.1))
+    assert dana_fig1b.verdict(dana_fig1b.published()).status == "yes"
+
+
+def test_fig2a_fig2b_fig3_verdicts():
+    sharp = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.42, 6: 0.44}
+    assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in sharp.items()])).status == "yes"
+    soft = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.48, 6: 0.56}
+    assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in soft.items()])).status == "partly"
+    cubic = [_record(H, d, d, _phi(5 + 0.05 * d ** 3 * H)) for d in (2, 3, 4, 5) for H in (1, 2, 3)]
+    s = dana_fig2b.summarize(cubic)
+    assert dana_fig2b.verdict(s).status == "yes" and dana_fig2b.grows_faster_than_bounds(s)
+    linear = [_record(H, d, d, _phi(5 + 2 * d * H)) for d in (2, 3, 4, 5) for H in (1, 2, 3)]
+    assert not dana_fig2b.grows_faster_than_bounds(dana_fig2b.summarize(linear))
+    assert dana_fig2b.verdict(dana_fig2b.published()).status == "partly"   # best degree 1, exponent 2.35
+    d = 3
+    records = []
+    for H, a in ((1, 0.2), (3, 0.4), (5, 0.6)):
+        records += [_record(H, d, d, a), _record(1, d, d, a + 0.02, mlp_width=dana_fig3.mlp_width(d, H))]
+    assert dana_fig3.verdict(dana_fig3.summarize(records)).status == "yes"
+    apart = [r if r["mlp_width"] == 0 else {**r, "accuracy": 0.9} for r in records]
+    assert dana_fig3.verdict(dana_fig3.summarize(apart)).status == "no"
+
+
+def test_last_tokens_cover_dim():
+    assert dana_common.last_tokens_cover_dim([_record(1, 2, 2, 0.3)])
+    assert not dana_common.last_tokens_cover_dim([_record(1, 2, 12, 0.3)])           # d > N = 10
+    assert not dana_common.last_tokens_cover_dim([{**_record(1, 2, 2, 0.3), "examples": 50}])

@@ -90,8 +90,12 @@ def test_fig2c_gains_below_and_above_n():
     out = mahdavi_fig2c.summarize(recs)
     assert out["gain_below"][0] == pytest.approx(0.1) and out["gain_above"][0] == pytest.approx(0.0)
     assert out["theory"][0, 2] == pytest.approx(out["theory"][0, 3])  # bound flat once d_h >= n
-    with pytest.raises(ValueError, match="must contain n"):
-        mahdavi_fig2c.summarize(recs[:2] + recs[3:])
+    wide = _records("head_dim", [1, 3, 10, 16], [300], lambda v, T, s: 0.1 * min(v, 6) + 0.01 * max(0, v - 6),
+                    context_size=6)                                   # n = 6 is not on the grid
+    off_grid = mahdavi_fig2c.summarize(wide)
+    assert off_grid["gain_below"][0] == pytest.approx(0.1) and off_grid["gain_above"][0] == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="two values <= n"):
+        mahdavi_fig2c.summarize(recs[:2] + recs[3:])                  # 1, 3, 16: one value above n
 
 
 def test_saturation_counts_heads_and_examples():
@@ -157,3 +161,146 @@ def test_fig3_summary_recomputes_attention_from_kept_weights(tmp_path):
     res_without = {k: v for k, v in res.items() if k != "arrays"}
     with pytest.raises(ValueError, match="keep the trained weights"):
         mahdavi_fig3.summarize(SimpleNamespace(jobs=(job,), results=(res_without,), capacities=[]))
+
+
+# --- verdicts: the words the chapter glues, decided from the summaries ------------------------------
+
+def test_fig2a_verdict_linear_partly_and_not():
+    line = _records("heads", [1, 2, 3, 4, 6], [300, 500], lambda v, T, s: 0.1 * v * 300 / T)
+    v = mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(line))
+    assert v.status == "yes" and "rises with every added head for every $T$" in v.text
+    assert r"$R^2 \ge 0.98$ for every $T$" in v.text
+    bent = _records("heads", [1, 2, 3, 4, 6], [300], lambda v, T, s: 0.01 * v ** 2.5)
+    v = mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(bent))
+    assert v.status == "partly" and "$R^2 < 0.98$ at $T = 300$" in v.text
+    assert "gains less than the fitted slope" in mahdavi_fig2a.curvature(mahdavi_fig2a.summarize(bent))
+    falls = _records("heads", [1, 2, 3, 4], [300], lambda v, T, s: {1: .3, 2: .2, 3: .1, 4: .05}[v])
+    assert mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(falls)).status == "no"
+
+
+def test_fig2b_verdict_tolerates_small_falls_only():
+    def summary(values):
+        return mahdavi_fig2b.summarize(_records("context_size", [1, 2, 4, 8], [200], lambda v, T, s: values[v]))
+    assert mahdavi_fig2b.verdict(summary({1: .1, 2: .4, 4: .6, 8: .9})).text.startswith("accuracy never falls")
+    v = mahdavi_fig2b.verdict(summary({1: .1, 2: .4, 4: .39, 8: .9}))
+    assert v.status == "yes" and "within the 0.02" in v.text
+    v = mahdavi_fig2b.verdict(summary({1: .1, 2: .6, 4: .4, 8: .9}))
+    assert v.status == "partly" and "beyond the 0.02" in v.text
+
+
+def test_fig2c_verdict_compares_gains_below_and_above_n():
+    def summary(after):
+        return mahdavi_fig2c.summarize(_records("head_dim", [1, 3, 6, 16], [300],
+                                                lambda v, T, s: 0.1 * min(v, 6) + after * max(0, v - 6),
+                                                context_size=6))
+    assert mahdavi_fig2c.verdict(summary(0.0)).status == "yes"
+    assert "not at all beyond it" in mahdavi_fig2c.verdict(summary(0.0)).text
+    assert mahdavi_fig2c.verdict(summary(0.015)).status == "yes"     # 0.15 of the gain below
+    assert mahdavi_fig2c.verdict(summary(0.03)).status == "partly"
+    assert mahdavi_fig2c.verdict(summary(0.09)).status == "no"
+
+
+def _saturation_model(heads, counts, unsaturated, T=100, capacity=100, upper=120):
+    return {"heads": heads, "examples": T, "count": np.array(counts), "fraction_with_unsaturated": unsaturated,
+            "fraction_saturated": float(np.mean(counts)) / heads, "capacity": capacity, "upper": upper}
+
+
+def test_fig3_verdict_and_capacity_check():
+    few = _saturation_model(4, [2] * 80 + [3] * 20, 1.0)     # 20 % of examples with > 2 of 4 saturated
+    many = _saturation_model(8, [5] * 90 + [8] * 10, 0.9)
+    assert mahdavi_fig3.majority_saturated(few) == pytest.approx(0.2)
+    v = mahdavi_fig3.verdict([few, many])
+    assert v.status == "partly" and "for $H = 8$ but not for $H = 4$" in v.text and "$H = 4$: 20 %" in v.text
+    assert mahdavi_fig3.verdict([many]).status == "yes"
+    assert "almost every example" in mahdavi_fig3.unsaturated_text([few, many])
+    assert mahdavi_fig3.capacity_check(few) == "with $H = 4$ the search memorizes $T = 100$, but not 120"
+    assert "fewer than" in mahdavi_fig3.capacity_check({**few, "capacity": 80})
+    with pytest.raises(ValueError, match="at least one"):
+        mahdavi_fig3.verdict([])
+
+
+def test_fig4_flattening_and_verdict():
+    assert mahdavi_fig4.flattening([1, 2, 4, 8], [0.1, 0.2, 0.4, 0.8]) == pytest.approx(1.0)
+    assert mahdavi_fig4.flattening([1, 2, 4, 8], [0.1, 0.5, 0.8, 0.9]) < 0.5
+    panels = {("classification", "heads"): {"r2": np.array([0.99]), "examples": np.array([600])},
+              ("classification", "context_size"): {"r2": np.array([0.8]), "x": np.array([1, 2, 4, 8]),
+                                                   "value": np.array([[0.1, 0.5, 0.8, 0.9]]),
+                                                   "examples": np.array([300])},
+              ("regression", "heads"): {"value": np.array([[0.05, 0.02, 0.01, 0.001]])},
+              ("regression", "context_size"): {"value": np.array([[0.05, 0.02, 0.04, 0.001]])}}
+    assert mahdavi_fig4.verdict(panels).status == "yes"
+    text = mahdavi_fig4.regression_text(panels)
+    assert "falls at every step in $H$" in text and "rises by up to $0.020$" in text
+    linear_n = {**panels, ("classification", "context_size"): {
+        **panels[("classification", "context_size")], "value": np.array([[0.1, 0.2, 0.4, 0.8]])}}
+    assert mahdavi_fig4.verdict(linear_n).status == "partly"
+
+
+def test_fig5_verdict_and_points_below_theory():
+    def panel(mse, theory):
+        mse = np.array([mse])
+        return {"mse": mse, "theory": np.array([theory]), "examples": np.array([200]),
+                "worst_rise": np.maximum(0.0, np.diff(mse, axis=1).max(axis=1))}
+    good = {"heads": panel([0.05, 0.01, 0.001], [0.08] * 3), "context_size": panel([0.09, 0.02, 0.002], [0.08] * 3)}
+    assert mahdavi_fig5.verdict(good).status == "yes"
+    assert mahdavi_fig5.below_theory(good) == (5, 6)
+    bumpy = {**good, "context_size": panel([0.09, 0.095, 0.002], [0.08] * 3)}
+    v = mahdavi_fig5.verdict(bumpy)
+    assert v.status == "partly" and "rises by up to $5.0 \\times 10^{-3}$" in v.text
+
+
+def test_training_labels_match_the_engine_at_n_equal_1():
+    """With one shared context token every example gets the same output: the trained accuracy is at most
+    the largest label share, the MSE at least the labels' variance, of the labels regenerated here."""
+    from memcap.sweep import run_job, train_job
+    from memcap.train import TrainConfig
+
+    specs = [MHASpec(heads=2, context_size=1, examples=60, dim=8, classes=5),
+             MHASpec(heads=2, context_size=1, examples=60, dim=8, classes=None, out_dim=1)]
+    cls, reg = run_job(train_job(specs, TrainConfig(steps=300, batch_size=None, lr=3e-2, eval_every=100)))["records"]
+    share = mahdavi_common.largest_label_share(mahdavi_common.training_labels(cls))
+    assert cls["accuracy"] <= share + 1e-9
+    variance = mahdavi_common.label_variance(mahdavi_common.training_labels(reg))
+    assert reg["loss"] >= variance - 1e-6 and reg["loss"] == pytest.approx(variance, rel=0.05)
+    with pytest.raises(ValueError, match="classes"):
+        mahdavi_common.largest_label_share(np.zeros((3, 1)))
+
+
+def test_plot_curves_labels_each_T_and_draws_a_theory_line_per_curve():
+    from memcap import plotting
+
+    fig, ax = plotting.figure()
+    x = np.array([1, 2, 4])
+    mahdavi_common.plot_curves(ax, x, np.array([[.1, .2, .4], [.05, .1, .2]]), np.full((2, 3), .05),
+                               [300, 10_000])
+    assert ax.get_legend_handles_labels()[1] == [] and len(ax.lines) == 4
+    assert len(fig.axes) == 2                                   # several T: a colour bar names them
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["300", "10\u2009000"]
+    fig1, ax1 = plotting.figure()
+    mahdavi_common.plot_curves(ax1, x, np.array([[.1, .2, .4]]), np.full((1, 3), .05), [10_000])
+    assert ax1.get_legend_handles_labels()[1] == [r"$T = 10\,000$"] and len(fig1.axes) == 1
+    plotting.plt.close(fig1)
+    assert [h.get_label() for h in mahdavi_common.style_key(fit=True)][-1] == "least-squares line"
+    with pytest.raises(ValueError, match="shape"):
+        mahdavi_common.plot_curves(ax, x, np.zeros((1, 3)), np.zeros((2, 3)), [300])
+    plotting.plt.close(fig)
+
+
+def test_log_ticks_label_narrow_ranges_and_legend_below_checks_labels():
+    from memcap import plotting
+
+    fig, (narrow, wide) = plotting.figure(ncols=2)
+    narrow.plot([1, 2, 3], [0.08, 0.02, 0.004])          # 1.3 decades: ticks at 1, 2, 5 per decade
+    wide.plot([1, 2, 3], [0.08, 0.002, 0.0001])          # 2.9 decades: one tick per decade
+    for ax in (narrow, wide):
+        mahdavi_common.log_ticks(ax)
+    fig.canvas.draw()
+    ticks = [t for t in narrow.get_yticks() if 0.004 <= t <= 0.08]
+    assert len(ticks) >= 4 and narrow.get_yscale() == "log"
+    assert len([t for t in wide.get_yticks() if 1e-4 <= t <= 0.08]) == 3
+    mahdavi_common.legend_below(narrow, mahdavi_common.style_key(fit=True))
+    assert [t.get_text() for t in fig.legends[0].get_texts()][0] == "trained"
+    wide.plot([1, 2], [0.1, 0.01], label="d_h raw")
+    with pytest.raises(ValueError, match="outside"):
+        mahdavi_common.legend_below(wide)
+    plotting.plt.close(fig)

@@ -124,3 +124,18 @@ def test_assumption_report_errors_name_the_argument() -> None:
         linalg.kruskal_search(torch.eye(3), subsets=10, generator=gen(), threshold=1.5)
     with pytest.raises(ValueError, match="sizes must contain"):
         linalg.kruskal_curve(torch.eye(3), [], subsets=10, generator=gen())
+
+
+def test_assumption_report_takes_arrays_and_names_its_options() -> None:
+    """Array-likes are converted at the boundary (queries onto the contexts' device); every option is
+    validated under its own name."""
+    contexts = torch.randn(12, 2, 4, generator=gen(15), dtype=torch.float64)
+    from_tensor = linalg.assumption_report(contexts, contexts[:, 0], subsets=50, generator=gen(16))
+    from_array = linalg.assumption_report(contexts.numpy(), contexts[:, 0].tolist(), subsets=50, generator=gen(16))
+    assert from_array.assumption_1 == from_tensor.assumption_1 and from_array.kruskal == from_tensor.kruskal
+    with pytest.raises(ValueError, match="kruskal_subsets must be a positive integer"):
+        linalg.assumption_report(contexts, contexts[:, 0], subsets=50, kruskal_subsets=0)
+    with pytest.raises(TypeError, match="shifted must be a bool"):
+        linalg.assumption_report(contexts, contexts[:, 0], subsets=50, shifted=1)
+    with pytest.raises(TypeError, match="sizes must be an iterable"):
+        linalg.kruskal_curve(contexts[:, 0], 3, subsets=10)

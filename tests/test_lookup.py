@@ -113,3 +113,25 @@ def test_refusals():
         lookup.common_scale_encoder(torch.tensor([1]), W, -1.0)
     with pytest.raises(ValueError, match="shape"):
         lookup.noisy_lookup_rows(torch.tensor([0, 1]), 4, torch.tensor([0.1]))
+
+
+def test_inputs_are_converted_once_and_named_when_bad():
+    W = dana.identity_hadamard_unembedding(2, device="cpu")
+    targets = torch.tensor([0, 1, 1])
+    assert torch.equal(lookup.common_scale_encoder([0, 1, 1], W.numpy(), 2.0).embedding,
+                       lookup.common_scale_encoder(targets, W, 2.0).embedding)
+    probs = lookup.noisy_lookup_rows([0, 1, 1], 2, [0.1, 0.2, 0.3])
+    assert torch.allclose(lookup.miss_probability(probs.tolist(), targets),
+                          lookup.miss_probability(probs, targets))
+    with pytest.raises(ValueError, match="targets must be token ids"):
+        lookup.miss_probability(probs, torch.tensor([0, 1, 2]))      # gather would fail on id 2
+    with pytest.raises(ValueError, match="entropies must be finite"):
+        lookup.noisy_lookup_rows(targets, 2, torch.tensor([0.1, float("nan"), 0.3]))
+    with pytest.raises(ValueError, match=r"entropies must lie in \[0, log N\]"):
+        lookup.noisy_lookup_rows(targets, 2, torch.tensor([0.1, 0.2, 0.9]))
+    with pytest.raises(ValueError, match="unembedding must not be empty"):
+        lookup.common_scale_encoder(targets, torch.zeros(0, 2), 1.0)
+    with pytest.raises(ValueError, match="scale must be a finite real"):
+        lookup.common_scale_encoder(targets, W, float("inf"))
+    assert torch.equal(lookup.gaussian_unembedding(3, 2, device="cpu"),
+                       lookup.gaussian_unembedding(3, 2, generator=torch.Generator().manual_seed(0), device="cpu"))

@@ -104,3 +104,22 @@ def test_refusals():
         rx.exact_relu_residual_bound([(0,), (1,), (2,), (3,), (5,), (8,)], [1, 2], 1)
     with pytest.raises(ValueError, match="count must exceed"):
         rx.integer_points_in_general_position(3, 2, seed=0)
+
+
+def test_integer_tensors_and_arrays_are_exact_inputs():
+    import numpy as np
+    import torch
+
+    x = rx.integer_points_in_general_position(6, 1, seed=0)
+    y = [1, -2, 3, 0, 2, -1]
+    exact = rx.exact_relu_residual_bound(x, y, 1)
+    assert rx.exact_relu_residual_bound(torch.tensor(x), torch.tensor(y), 1) == exact
+    assert rx.exact_relu_residual_bound(np.array(x), np.array(y)[:, None], 1) == exact
+    with pytest.raises(TypeError, match="points must hold integers or fractions.Fraction values"):
+        rx.exact_activation_patterns(torch.tensor(x, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"labels\[0\] must hold integers"):
+        rx.exact_relu_residual_bound(x, [float("nan")] * 6, 1)
+    with pytest.raises(ValueError, match=r"labels must have shape \(T,\) or \(T, d_out\)"):
+        rx.exact_relu_residual_bound(x, torch.tensor(y)[:, None, None], 1)
+    with pytest.raises(TypeError, match="points must be a non-empty sequence"):
+        rx.exact_activation_patterns("0123")

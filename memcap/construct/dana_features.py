@@ -19,6 +19,11 @@ about that rank and the construction built on it:
   Proposition 3's circle encoder.
 * :func:`tight_sets`, :func:`certify_all_sets`, :func:`contains_grid`: for tiny sizes, prove separability
   of every set of sequences that the counts allow, and recognise the grids that forbid it.
+
+Inputs follow :mod:`memcap.construct.dana`: token ids and targets as tensors, NumPy arrays or nested
+lists; results live on the device of the tensor inputs (the tokens, or the encoder for
+:func:`theorem1_build`); ``generator=None`` means a fresh generator seeded with 0, whose draws are made
+on its own device and then moved, so a seed gives the same weights on every device.
 """
 from __future__ import annotations
 
@@ -27,32 +32,21 @@ from dataclasses import dataclass
 
 import torch
 
-from memcap._checks import check_shape, check_tensor, positive_int
+from memcap import _resolve
+from memcap._checks import check_shape, id_tensor, positive_int, positive_real, real_tensor
 from memcap.construct.dana import (
     DTYPE,
     SequenceEncoder,
+    _prior,
     circle_sequence_encoder,
     most_likely_sequences,
     skip_feature_matrix,
 )
+from memcap.construct.dana import _tokens as _distinct_tokens
 from memcap.models import AoTParams, init_aot
 
 __all__ = ["feature_count", "attention_count", "rank_one_witness", "Theorem1Build", "theorem1_build",
            "corollary1_build", "contains_grid", "tight_sets", "ExhaustiveCheck", "certify_all_sets"]
-
-
-def _distinct_tokens(tokens: object, vocab: int | None = None) -> torch.Tensor:
-    """Validate (T, S) integer ids with pairwise distinct rows (ids in [0, N) when N is given)."""
-    check_tensor("tokens", tokens)
-    if tokens.is_floating_point() or tokens.dtype == torch.bool:
-        raise TypeError(f"tokens must have an integer dtype (token ids), got {tokens.dtype}")
-    if tokens.ndim != 2 or min(tokens.shape) == 0:
-        raise ValueError(f"tokens must have shape (T, S) with T, S >= 1, got {tuple(tokens.shape)}")
-    if vocab is not None and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
-        raise ValueError(f"tokens must be ids in [0, N) = [0, {vocab})")
-    if torch.unique(tokens, dim=0).shape[0] != tokens.shape[0]:
-        raise ValueError("tokens must hold pairwise distinct sequences t_{1:S}")
-    return tokens.to(torch.int64)
 
 
 def _sizes(tokens: torch.Tensor) -> tuple[int, int, int, int]:
@@ -103,8 +97,8 @@ def _null_space(rows: torch.Tensor) -> torch.Tensor:
     return Vh[rank:].T
 
 
-def rank_one_witness(tokens: torch.Tensor, vocab: int, dim: int, heads: int, *, generator: torch.Generator,
-                     scales: torch.Tensor | None = None) -> AoTParams:
+def rank_one_witness(tokens: torch.Tensor, vocab: int, dim: int, heads: int, *,
+                     generator: torch.Generator | None = None, scales: torch.Tensor | None = None) -> AoTParams:
     """The book's proof that features of T <= min(d, L) + H distinct sequences can be independent.
 
     Embeddings have generic coordinates and positive first coordinates (token ones in (1, 2), positional
@@ -112,25 +106,27 @@ def rank_one_witness(tokens: torch.Tensor, vocab: int, dim: int, heads: int, *, 
     and a single value row r_h (d_h = 1), chosen greedily as in the proof: take c != 0 in the kernel K of
     the rows built so far, pick the scale w_h in ``scales`` (default 2^-3, ..., 2^6) for which
     u = sum_t c_t A^{w_h}(t) is largest, and set r_h = u / ||u||; the new row r_h^T A^{w_h} does not
-    vanish on K, so the rank grows by one while it is below T. ``tokens``: (T, S) with S >= 2.
-    Returns AoTParams with head_dim 1 (W_O and W_U zero: the proof solves for them).
+    vanish on K, so the rank grows by one while it is below T. ``tokens``: (T, S) with S >= 2;
+    ``scales``: (k,) candidate scales. Returns AoTParams (float64) with head_dim 1 on the tokens' device
+    (W_O and W_U zero: the proof solves for them).
     """
     N, d, H = positive_int("vocab", vocab), positive_int("dim", dim), positive_int("heads", heads)
     tokens = _distinct_tokens(tokens, N)
     if tokens.shape[1] < 2:
         raise ValueError("S >= 2 is needed: with S = 1 every head returns x_1(t), the skip connection itself")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator (the witness draws generic embeddings)")
-    grid = 2.0 ** torch.arange(-3, 7, dtype=DTYPE) if scales is None else scales.to(DTYPE).flatten()
-    if grid.numel() == 0 or bool((grid <= 0).any()):
-        raise ValueError("scales must be a non-empty tensor of positive numbers w_h")
-    dev = generator.device
+    generator = _resolve.generator(generator)
+    if scales is None:
+        grid = 2.0 ** torch.arange(-3, 7, dtype=DTYPE)
+    else:
+        grid = check_shape("scales", real_tensor("scales", scales, dtype=DTYPE), (None,), "(k,)")
+        if bool((grid <= 0).any()):
+            raise ValueError("scales must be positive numbers w_h (the rank-one attention w_h e_1 e_1^T)")
+    dev = tokens.device
     S = tokens.shape[1]
-    e = torch.randn(N, d, generator=generator, dtype=DTYPE, device=dev)
-    pos = torch.randn(S, d, generator=generator, dtype=DTYPE, device=dev)
-    e[:, 0] = 1 + torch.rand(N, generator=generator, dtype=DTYPE, device=dev)
-    pos[:, 0] = torch.rand(S, generator=generator, dtype=DTYPE, device=dev)
-    tokens = tokens.to(dev)
+    e = _resolve.randn((N, d), generator, DTYPE, dev)
+    pos = _resolve.randn((S, d), generator, DTYPE, dev)
+    e[:, 0] = 1 + _resolve.rand((N,), generator, DTYPE, dev)
+    pos[:, 0] = _resolve.rand((S,), generator, DTYPE, dev)
     x = e[tokens] + pos                                                   # (T, S, d)
     rows = x[:, -1, :].T                                                  # skip block (d, T)
     W_Q = torch.zeros(H, 1, d, dtype=DTYPE, device=dev)
@@ -140,7 +136,7 @@ def rank_one_witness(tokens: torch.Tensor, vocab: int, dim: int, heads: int, *, 
         w, r = float(grid[0]), torch.zeros(d, dtype=DTYPE, device=dev)
         r[0] = 1.0
         if kernel.shape[1]:
-            c = kernel @ torch.randn(kernel.shape[1], generator=generator, dtype=DTYPE, device=dev)
+            c = kernel @ _resolve.randn((kernel.shape[1],), generator, DTYPE, dev)
             best = -1.0
             for scale in grid.tolist():
                 u = _rank_one_attention(x, scale) @ c
@@ -179,8 +175,8 @@ def _singular(matrix: torch.Tensor, tol: float = 1e-10) -> bool:
 
 
 def theorem1_build(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, head_dim: int,
-                   generator: torch.Generator, prior: torch.Tensor | None = None, epsilon: float = 0.0,
-                   draws: int = 4) -> Theorem1Build:
+                   generator: torch.Generator | None = None, prior: torch.Tensor | None = None,
+                   epsilon: float = 0.0, draws: int = 4) -> Theorem1Build:
     """The book's proof of Dana et al.'s Theorem 1, run: an AoT whose logits equal W E(t) + eta W x_S(t)
     on the T_eps most likely sequences (eta = 0 unless needed).
 
@@ -193,7 +189,8 @@ def theorem1_build(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int
 
     Refuses: d_h > d, S = 1, T_eps > kappa = min(d, L) + H min(d_h, n + S - 2) of the kept sequences (no
     weights make their features independent, see :func:`feature_count`), and kept features of rank
-    < T_eps in every draw.
+    < T_eps in every draw. The result lives on the encoder's device; ``generator`` (None: seeded with 0)
+    draws the generic weights.
     """
     if not isinstance(encoder, SequenceEncoder):
         raise TypeError(f"encoder must be a SequenceEncoder, got {type(encoder).__name__}")
@@ -201,17 +198,14 @@ def theorem1_build(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     if d_h > d:
         raise ValueError(f"d_h > d: head_dim = {d_h} exceeds dim = {d} (Dana et al. assume d_h <= d)")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator (the construction draws generic weights)")
-    dev = generator.device
-    tokens = _distinct_tokens(tokens, N).to(dev)
+    generator, draws = _resolve.generator(generator), positive_int("draws", draws)
+    dev = encoder.unembedding.device
+    tokens = _distinct_tokens(tokens, N, dev)
     T, S = tokens.shape
     if S < 2:
         raise ValueError("S >= 2 is needed: with S = 1 the heads only repeat the skip connection x_1(t)")
     check_shape("encoder.embedding", encoder.embedding, (T, d), "(T, d)")
-    if prior is None:
-        prior = torch.full((T,), 1.0 / T, dtype=DTYPE, device=dev)
-    kept = most_likely_sequences(prior.to(device=dev, dtype=DTYPE), epsilon)
+    kept = most_likely_sequences(_prior(prior, T, dev).to(DTYPE), epsilon)
     what = "T0" if epsilon == 0 else "T_eps"
     kappa = feature_count(tokens[kept], d, H, d_h)
     if kept.numel() > kappa:
@@ -221,7 +215,7 @@ def theorem1_build(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int
             f"min({d}, {L}) + {H} min({d_h}, {n} + {S} - 2) = {kappa}: no weights make the features of "
             f"these sequences independent (L distinct last tokens, n distinct tokens)")
     best = None
-    for _ in range(positive_int("draws", draws)):
+    for _ in range(draws):
         base = init_aot(N, S, d, H, d_h, generator=generator, dtype=DTYPE, device=dev)
         F = skip_feature_matrix(base, tokens)                              # (D, T)
         sv = torch.linalg.svdvals(F[:, kept])
@@ -264,21 +258,23 @@ def theorem1_build(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int
 
 
 def corollary1_build(tokens: torch.Tensor, targets: torch.Tensor, vocab: int, *, heads: int, head_dim: int,
-                     generator: torch.Generator, scale: float = 1.0) -> Theorem1Build:
+                     generator: torch.Generator | None = None, scale: float = 1.0) -> Theorem1Build:
     """Corollary 1 through :func:`theorem1_build`: an AoT with d = 2 whose argmax is g(t) on every sequence.
 
     ``tokens``: (T0, S) distinct sequences, ``targets``: (T0,) their next tokens g(t). The target is
     Proposition 3's circle encoder at ``scale`` lambda, whose correct logit leads every other by at least
     lambda mu, mu = 1 - cos(2 pi / N); the shift eta of the construction moves each logit by at most
     eta ||x_S(t)||, so the argmax is right while 2 eta max_t ||x_S(t)|| < lambda mu (checked here).
+    The result lives on the tokens' device; ``generator`` (None: seeded with 0) draws the generic weights.
     """
     N = positive_int("vocab", vocab)
     tokens = _distinct_tokens(tokens, N)
-    check_tensor("targets", targets)
-    check_shape("targets", targets, (tokens.shape[0],), "(T0,)")
-    circle = circle_sequence_encoder(targets.to(generator.device), N, scale=scale, dim=2)
+    targets = check_shape("targets", id_tensor("targets", targets, device=tokens.device), (tokens.shape[0],),
+                          "(T0,)")
+    scale, generator = positive_real("scale", scale), _resolve.generator(generator)
+    circle = circle_sequence_encoder(targets, N, scale=scale, dim=2)
     built = theorem1_build(circle, tokens, heads=heads, head_dim=head_dim, generator=generator)
-    x_last = built.params.token_embedding[tokens[:, -1].to(generator.device)] + built.params.positional_embedding[-1]
+    x_last = built.params.token_embedding[tokens[:, -1]] + built.params.positional_embedding[-1]
     mu = 1 - math.cos(2 * math.pi / N)
     if 2 * built.shift * float(x_last.norm(dim=1).max()) >= scale * mu:
         raise ValueError("the shift eta needed to invert M_0 is too large for the circle's margin lambda mu; "
@@ -349,21 +345,23 @@ def tight_sets(tokens: torch.Tensor, dim: int, heads: int, head_dim: int) -> lis
 
 
 def certify_all_sets(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int, *,
-                     generator: torch.Generator) -> ExhaustiveCheck:
+                     generator: torch.Generator | None = None) -> ExhaustiveCheck:
     """Prove the feature-rank conjecture for all sets of sequences of [N]^S at these sizes, or report
     which could not be proved.
 
     One generic draw of weights (:func:`memcap.models.init_aot`); its feature matrix over all N^S
     sequences is enclosed in interval arithmetic once (:func:`memcap.certify.enclose`), then every set of
-    :func:`tight_sets` is checked exactly (:func:`memcap.certify.certify_full_rank`).
+    :func:`tight_sets` is checked exactly (:func:`memcap.certify.certify_full_rank`). ``generator``
+    (None: seeded with 0) draws the weights. Everything runs on the CPU (exact and interval arithmetic).
     """
     from memcap import certify
     from memcap.data import all_sequences
 
     N, S = positive_int("vocab", vocab), positive_int("seq_len", seq_len)
     d, H, d_h = positive_int("dim", dim), positive_int("heads", heads), positive_int("head_dim", head_dim)
-    tokens = all_sequences(N, S)
-    params = init_aot(N, S, d, H, d_h, generator=generator, dtype=DTYPE, device=generator.device)
+    generator = _resolve.generator(generator)
+    tokens = all_sequences(N, S, device="cpu")
+    params = init_aot(N, S, d, H, d_h, generator=generator, dtype=DTYPE, device="cpu")
     enclosure = certify.enclose(params, tokens, "features")
     sets = tight_sets(tokens, d, H, d_h)
     margins = [certify.certify_full_rank(enclosure, columns=s, margin=0.5) for s in sets]

@@ -15,6 +15,10 @@ by k of the points, see the chapter), and the distances are computed by Gram-Sch
 Nothing is rounded: for integer or rational data the bound is an exact rational number, a certificate
 in the strict sense. :func:`memcap.construct.mahdavi_limits.relu_residual_lower_bound` computes the
 same quantity in floating point, for larger or real-valued data.
+
+Inputs are exact numbers: nested sequences of ints and ``fractions.Fraction`` values, or integer tensors
+and NumPy arrays (read exactly with ``tolist``). Floats are refused, NaN and inf with them: a float is
+not an exact number, and rounding it would void the certificate.
 """
 from __future__ import annotations
 
@@ -26,9 +30,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
+import numpy as np
+import torch
+
 from memcap._checks import positive_int
 
-__all__ = ["ExactReLUBound", "exact_activation_patterns", "exact_relu_residual_bound",
+__all__ = ["DEFAULT_MAX_TUPLES", "ExactReLUBound", "exact_activation_patterns", "exact_relu_residual_bound",
            "integer_points_in_general_position"]
 
 DEFAULT_MAX_TUPLES = 200_000
@@ -42,9 +49,29 @@ def _rational(name: str, value: object) -> Fraction:
     return Fraction(value)
 
 
+def _exact_input(name: str, value: object, shape: str, ndims: tuple[int, ...]) -> object:
+    """An integer tensor or array as nested lists of Python ints (exact); other values unchanged.
+
+    ``shape`` names the accepted shapes with the paper's symbols, ``ndims`` their numbers of axes.
+    """
+    if isinstance(value, torch.Tensor):
+        exact = not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
+    elif isinstance(value, np.ndarray):
+        exact = value.dtype.kind in "iu"
+    else:
+        return value
+    if not exact:
+        raise TypeError(f"{name} must hold integers or fractions.Fraction values (exact numbers), got an array "
+                        f"of dtype {value.dtype}; a float is not exact")
+    if value.ndim not in ndims:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(value.shape)}")
+    return value.tolist()
+
+
 def _points(points: object) -> list[tuple[Fraction, ...]]:
     """Validate ``points`` (T rows of k exact numbers) with T > k + 1."""
-    if not isinstance(points, Sequence) or not points:
+    points = _exact_input("points", points, "(T, k)", (2,))
+    if not isinstance(points, Sequence) or isinstance(points, (str, bytes)) or not points:
         raise TypeError("points must be a non-empty sequence of rows of integers or Fractions")
     rows = []
     for t, row in enumerate(points):
@@ -93,7 +120,8 @@ def _kernel_vector(rows: list[list[Fraction]]) -> list[Fraction] | None:
 def exact_activation_patterns(points: Sequence[Sequence[int | Fraction]]) -> list[frozenset[int]]:
     """Every set {t : w.x_t + b > 0} that one ReLU unit cuts out of ``points``, computed exactly.
 
-    ``points``: T rows of k integers or Fractions, T > k + 1, in affine general position (no k + 1 of
+    ``points``: T rows of k integers or Fractions (or a (T, k) integer tensor or array), T > k + 1, in
+    affine general position (no k + 1 of
     them on one affine hyperplane; checked exactly, a ``ValueError`` otherwise). Each pattern other than
     the empty and the full set equals {t not in P : s h(x_t) > 0} union S for some k points P, the
     hyperplane h through them, a sign s and a subset S of P. Their number is Cover's
@@ -167,7 +195,8 @@ def exact_relu_residual_bound(points: Sequence[Sequence[int | Fraction]],
     """A lower bound on min over weights of ‖f(X) − Y‖² for two-layer ReLU nets, exactly.
 
     ``points`` X: T rows of k exact numbers in affine general position (the reduced inputs x^(t) of
-    Proposition 3), ``labels`` Y: T exact numbers (d_out = 1) or T rows of d_out of them, ``hidden`` m.
+    Proposition 3), ``labels`` Y: T exact numbers (d_out = 1) or T rows of d_out of them, ``hidden`` m;
+    integer tensors and arrays of shapes (T, k) and (T,) or (T, d_out) are accepted.
     All m-multisets of activation patterns (:func:`exact_activation_patterns`) are examined, a
     ``ValueError`` naming ``max_tuples`` if there are more. Returns an :class:`ExactReLUBound`.
     """
@@ -175,8 +204,11 @@ def exact_relu_residual_bound(points: Sequence[Sequence[int | Fraction]],
     T, k = len(x), len(x[0])
     m = positive_int("hidden", hidden)
     max_tuples = positive_int("max_tuples", max_tuples)
-    if not isinstance(labels, Sequence) or len(labels) != T:
-        raise ValueError(f"labels must be a sequence of T = {T} numbers or rows")
+    labels = _exact_input("labels", labels, "(T,) or (T, d_out)", (1, 2))
+    if not isinstance(labels, Sequence) or isinstance(labels, (str, bytes)):
+        raise TypeError(f"labels must be a sequence of T = {T} exact numbers or rows, got {type(labels).__name__}")
+    if len(labels) != T:
+        raise ValueError(f"labels must be a sequence of T = {T} numbers or rows, got {len(labels)}")
     rows = [[lab] if not isinstance(lab, Sequence) else list(lab) for lab in labels]
     if len({len(r) for r in rows}) != 1 or not rows[0]:
         raise ValueError("all label rows must have the same length d_out >= 1")

@@ -35,6 +35,7 @@ from memcap.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profi
 EXPERIMENTS: tuple[str, ...] = (
     "mahdavi_fig2a", "mahdavi_fig2b", "mahdavi_fig2c", "mahdavi_fig3", "mahdavi_fig4", "mahdavi_fig5",
     "dana_fig1a", "dana_fig1b", "dana_fig2a", "dana_fig2b", "dana_fig3", "dana_fig4",
+    "syn_tokens", "syn_vectors", "syn_exact", "syn_headdim", "syn_saturation", "syn_efficiency",
 )
 """Every training experiment, in the order of the book."""
 

@@ -7,7 +7,8 @@ Summarized by :func:`memcap.experiments.dana_common.summarize_heads` (mean over 
 from __future__ import annotations
 
 from memcap.experiments._grids import aot_jobs
-from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
+from memcap.experiments.dana_common import HeadsSummary, heads_verdict, published_records, summarize_heads
+from memcap.experiments.verdicts import Verdict  # noqa: F401  (the return type of verdict)
 
 NAME = "dana_fig1a"
 LABEL = "aot-fig-1a"
@@ -54,3 +55,8 @@ def summarize(results) -> HeadsSummary:
 def published() -> HeadsSummary:
     """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
     return summarize(published_records(PUBLISHED))
+
+
+def verdict(s: HeadsSummary) -> Verdict:
+    """Figure 1(a)'s finding, linear in H and above both bounds: :func:`dana_common.heads_verdict`."""
+    return heads_verdict(s)

@@ -14,6 +14,7 @@ import numpy as np
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
+from memcap.experiments.verdicts import Verdict, grade
 from memcap.fits import PolyFit, linear_fit, poly_fit
 from memcap.train import AoTSpec, TrainConfig
 
@@ -104,3 +105,24 @@ def summarize(results, *, shared_compression: bool = False) -> HeadDimSummary:
 def published() -> HeadDimSummary:
     """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
     return summarize(published_records(PUBLISHED))
+
+
+def verdict(s: HeadDimSummary) -> Verdict:
+    """Quadratic (convex) growth in d_h, as Dana et al. find? From :func:`summarize`.
+
+    Reproduced when the accuracy grows over the range and the least-squares quadratic bends upwards
+    (positive d_h² coefficient); partly when it grows but bends downwards; not when it does not grow.
+    """
+    grows = bool(s.accuracy[-1] > s.accuracy[0])
+    convex = s.quadratic.coef[2] > 0
+    text = ("bends upwards, as the paper's does" if convex else "bends downwards, unlike the paper's")
+    shows = f"$d_h^2$ coefficient {s.quadratic.coef[2]:+.4f}"
+    return Verdict(grade([grows, convex], partial=[grows]), text, shows)
+
+
+def early_share(s: HeadDimSummary) -> tuple[int, float]:
+    """(d_h nearest the middle of the range, share of the total accuracy gain reached there)."""
+    gain = s.accuracy[-1] - s.accuracy[0]
+    mid = int(np.argmin(np.abs(s.head_dim - (s.head_dim[0] + s.head_dim[-1]) / 2)))
+    share = float((s.accuracy[mid] - s.accuracy[0]) / gain) if gain > 0 else float("nan")
+    return int(s.head_dim[mid]), share

@@ -8,6 +8,7 @@ import numpy as np
 from memcap import bounds
 from memcap.experiments._grids import aot_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
+from memcap.experiments.verdicts import Verdict, grade
 from memcap.fits import PolyFit, linear_fit
 
 NAME = "dana_fig2a"
@@ -94,3 +95,25 @@ def summarize(results) -> DimSummary:
 def published() -> DimSummary:
     """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
     return summarize(published_records(PUBLISHED))
+
+
+KINK = 1.5
+"""Two regimes: the slope in d below d = d_h is at least this many times the slope above."""
+
+
+def verdict(s: DimSummary, kink: float = KINK) -> Verdict:
+    """Two linear regimes with a kink at d = d_h (Dana et al., Figure 2(a))? From :func:`summarize`.
+
+    Reproduced when the slope below d_h is at least ``kink`` times the slope above (or the accuracy no
+    longer grows above d_h while it grows below); partly when the growth merely slows; not otherwise.
+    """
+    below, above = s.below.slope, s.above.slope
+    sharp = below > 0 and (above <= 0 or below >= kink * above)
+    slows = below > 0 and above < below
+    ratio = below / above if above > 0 else float("inf")
+    text = ("two regimes with the kink at $d = d_h$, as in the paper" if sharp
+            else "growth that slows past $d = d_h$ without a clear kink" if slows
+            else "no kink at $d = d_h$, unlike the paper")
+    shows = (f"slope ratio below/above $d_h$: {ratio:.1f}" if np.isfinite(ratio)
+             else "no growth above $d_h$")
+    return Verdict(grade([sharp], partial=[slows]), text, shows)

@@ -12,6 +12,7 @@ import numpy as np
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
+from memcap.experiments.verdicts import Verdict, grade
 from memcap.fits import PolyFit, linear_fit
 from memcap.train import AoTSpec, TrainConfig
 
@@ -137,3 +138,25 @@ def published() -> SlopeSummary:
                  "accuracy": acc, "source": p["source"]}
         records += published_records(table)
     return summarize(records)
+
+
+def verdict(s: SlopeSummary) -> Verdict:
+    """Cubic growth of the slope in d = d_h (Dana et al., Figure 2(b))? From :func:`summarize`.
+
+    Reproduced when the cubic model a + b d³ fits the slopes best; partly when the slope grows faster
+    than linearly (power-law exponent above 1.5) without the cubic fitting best; not otherwise.
+    """
+    cubic = s.best_degree == PAPER_DEGREE
+    faster = bool(np.isfinite(s.exponent) and s.exponent > 1.5)
+    text = (f"the best of the three models has degree {s.best_degree}"
+            + (", as in the paper" if cubic else f", not the paper's {PAPER_DEGREE}")
+            + (f", and the power law $c\\,d^p$ has $p = {s.exponent:.2f}$" if np.isfinite(s.exponent) else ""))
+    shows = f"best degree {s.best_degree}, exponent $p = {s.exponent:.2f}$"
+    return Verdict(grade([cubic], partial=[faster]), text, shows)
+
+
+def grows_faster_than_bounds(s: SlopeSummary) -> bool:
+    """Whether the slope in H outgrows the bounds' slopes, which are linear in d: the count per extra
+    head in units of d_h (Corollary 2's slope is 1 in these units) is larger at the widest d than at the
+    narrowest."""
+    return bool(s.per_head[-1] > s.per_head[0])

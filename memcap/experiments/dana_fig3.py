@@ -12,6 +12,7 @@ import numpy as np
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy
+from memcap.experiments.verdicts import Verdict, grade
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig3"
@@ -106,3 +107,24 @@ def summarize(results) -> tuple[Curves, ...]:
             aot=acc_aot, mlp=acc_mlp, cor2=np.array([bounds.cor2_accuracy(int(h), d, d, N, T0) for h in H]),
             previous=np.array([previous_accuracy(int(h), d, N, T0) for h in H])))
     return tuple(out)
+
+
+COINCIDE = 0.2
+"""The AoT and MLP curves "coincide" when their mean gap is at most this share of the accuracies' span."""
+
+
+def verdict(curves: tuple[Curves, ...], coincide: float = COINCIDE) -> Verdict:
+    """Do the AoT and the one-head + MLP model scale alike at equal parameter count (Figure 3)?
+
+    Reproduced when, for every d, the mean accuracy gap is at most ``coincide`` times the span of the
+    AoT accuracies over all d; partly when at most twice that; not otherwise.
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one d")
+    spread = float(np.ptp(np.concatenate([c.aot for c in curves])))
+    gap = max(c.gap for c in curves)
+    close = gap <= coincide * spread
+    near = gap <= 2 * coincide * spread
+    text = "nearly coincide" if close else "lie near each other" if near else "do not coincide"
+    shows = f"largest mean gap {gap:.3f}, accuracies spanning {spread:.3f}"
+    return Verdict(grade([close], partial=[near]), text, shows)

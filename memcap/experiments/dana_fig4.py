@@ -5,8 +5,11 @@ which the figure and its slope of about 1.7 H d_h come, have d = d_h = 2; both g
 """
 from __future__ import annotations
 
+import numpy as np
+
 from memcap.experiments._grids import aot_jobs
 from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
+from memcap.experiments.verdicts import Verdict, grade
 
 NAME = "dana_fig4"
 LABEL = "aot-fig-4"
@@ -57,3 +60,26 @@ def summarize(results) -> HeadsSummary:
 def published() -> HeadsSummary:
     """:func:`summarize` applied to Dana et al.'s published accuracies (:data:`PUBLISHED`; ``spread`` 0)."""
     return summarize(published_records(PUBLISHED))
+
+
+PER_HEAD_TOLERANCE = 0.25
+"""The count per head "matches" the paper's 1.7 H d_h when within this relative difference."""
+
+
+def verdict(s: HeadsSummary, tolerance: float = PER_HEAD_TOLERANCE) -> Verdict:
+    """About 1.7 H d_h associations and above Corollary 2 at every H (Dana et al., Appendix B)?
+
+    Reproduced when the accuracy lies above Corollary 2 at every H and the associations per extra head,
+    in units of d_h, are within ``tolerance`` (relative) of :data:`PAPER_PER_HEAD`; partly when one
+    holds; not otherwise.
+    """
+    above = bool(np.all(s.accuracy > s.cor2))
+    diff = abs(s.per_head - PAPER_PER_HEAD) / PAPER_PER_HEAD
+    close = diff <= tolerance
+    text = ((f"adds {s.per_head:.2f}$\\,d_h$ associations per head, within {100 * tolerance:.0f} % of the paper's "
+             f"{PAPER_PER_HEAD:g}$\\,d_h$" if close else
+             f"adds {s.per_head:.2f}$\\,d_h$ associations per head, more than {100 * tolerance:.0f} % away from the "
+             f"paper's {PAPER_PER_HEAD:g}$\\,d_h$")
+            + (", and lies above Corollary 2 at every $H$" if above else ", and falls below Corollary 2 for some $H$"))
+    return Verdict(grade([above, close]), text,
+                   f"{s.per_head:.2f}$\\,Hd_h$ (paper: {PAPER_PER_HEAD:g}$\\,Hd_h$)")

@@ -135,3 +135,148 @@ def linear_on_unsaturated(x: Sequence[float], y: Sequence[float], *, ceiling: fl
     ``ceiling`` (first saturated point kept); None when fewer than 3 points remain (R² would be vacuous)."""
     xs, ys = non_saturated(x, y, ceiling=ceiling)
     return linear_fit(xs, ys) if xs.size >= 3 else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# the training sets, for statements about what no model can beat
+# ---------------------------------------------------------------------------------------------------
+
+def training_labels(record: dict) -> np.ndarray:
+    """The labels y (T,) (classes) or (T, d_out) (regression) of the training set of ``record``'s model.
+
+    Drawn as the engine draws them (:func:`memcap.data.mahdavi_task` from a generator seeded with the
+    record's ``data_seed``), so that a chapter can compare a trained model with what the labels allow:
+    with a single shared context token (n = 1) every example receives the same output, so the accuracy
+    is at most the share of the most frequent label and the MSE at least the labels' variance.
+    """
+    import torch
+
+    from memcap.data import mahdavi_task
+    from memcap.train import spec_from_dict
+
+    spec = spec_from_dict({k: record[k] for k in _SPEC_KEYS if k in record})
+    if not isinstance(spec, MHASpec):
+        raise ValueError(f"record must describe a Mahdavi et al. model (model 'mha'), got {record.get('model')!r}")
+    gen = torch.Generator().manual_seed(spec.data_seed)
+    task = mahdavi_task(spec.examples, spec.context_size, spec.dim, shared=spec.shared, task=spec.task,
+                        classes=spec.classes or 1, out_dim=spec.out_dim, generator=gen, dtype=torch.float64,
+                        device=torch.device("cpu"))
+    return task.labels.numpy()
+
+
+def largest_label_share(labels: np.ndarray) -> float:
+    """Share of the most frequent class among ``labels`` (T,): the best accuracy of a constant prediction."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"labels must be a non-empty array of classes (T,), got shape {labels.shape}")
+    return float(np.bincount(labels.astype(int)).max() / labels.size)
+
+
+def label_variance(labels: np.ndarray) -> float:
+    """Mean squared deviation of regression labels (T, d_out) from their mean: the best MSE of a constant."""
+    labels = np.asarray(labels, dtype=float)
+    if labels.ndim != 2 or labels.shape[0] == 0:
+        raise ValueError(f"labels must be regression targets of shape (T, d_out), got {labels.shape}")
+    return float(((labels - labels.mean(axis=0)) ** 2).mean())
+
+
+# ---------------------------------------------------------------------------------------------------
+# drawing: one curve per T, its Theorem 1 line in the same colour
+# ---------------------------------------------------------------------------------------------------
+
+def curve_colors(count: int) -> list[str]:
+    """Colours of ``count`` curves ordered by T: the measured colour for one curve, else light to dark."""
+    from memcap import plotting
+
+    return [plotting.MEASURED] if count == 1 else plotting.series_colors(count)
+
+
+def plot_curves(ax, x: Sequence[float], values: np.ndarray, theory: np.ndarray, examples: Sequence[int], *,
+                yerr: np.ndarray | None = None, fits: Sequence[PolyFit | None] | None = None,
+                fit_x: Sequence[np.ndarray] | None = None) -> None:
+    """Draw measured curves (m, k) over ``x``, one per T in ``examples``, each with its Theorem 1 line
+    (dashed, same colour) and, if given, its fitted line (dotted, only over ``fit_x[i]``).
+
+    One T: the measured curve is labelled ($T = ...$) for the legend. Several: the colours run light to
+    dark with T and a colour bar beside the panel names them (a legend of many T would not fit a
+    half-width panel). :func:`style_key` explains the line styles. ``yerr`` (m, 2, k): error bars.
+    """
+    from memcap import plotting
+
+    values, theory = np.atleast_2d(values), np.atleast_2d(theory)
+    if values.shape != theory.shape or values.shape[0] != len(examples) or values.shape[1] != len(x):
+        raise ValueError(f"values and theory must have shape (len(examples), len(x)) = ({len(examples)}, "
+                         f"{len(x)}), got {values.shape} and {theory.shape}")
+    colors = curve_colors(len(examples))
+    single = len(examples) == 1
+    for i, T in enumerate(examples):
+        err = None if yerr is None else yerr[i]
+        label = f"$T = {_thousands(T)}$" if single else None
+        plotting.measured(ax, x, values[i], label, color=colors[i], yerr=err)
+        plotting.theory_line(ax, x, theory[i], None, color=colors[i], linewidth=1.3)
+        if fits is not None and fits[i] is not None:
+            plotting.fit_line(ax, fit_x[i], fits[i], None, color=colors[i])
+    if not single:
+        examples_bar(ax, examples, colors)
+
+
+def _thousands(T: int) -> str:
+    return f"{int(T):,}".replace(",", r"\,")
+
+
+def examples_bar(ax, examples: Sequence[int], colors: Sequence[str]) -> None:
+    """A discrete colour bar beside ``ax`` naming the T of each colour."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    edges = np.arange(len(examples) + 1) - 0.5
+    scale = ScalarMappable(BoundaryNorm(edges, len(colors)), ListedColormap(list(colors)))
+    bar = ax.figure.colorbar(scale, ax=ax, ticks=np.arange(len(examples)), aspect=30, pad=0.02)
+    bar.ax.set_yticklabels([f"{int(T):,}".replace(",", "\u2009") for T in examples])
+    bar.set_label("examples $T$")
+
+
+def style_key(*, fit: bool = False, regression: bool = False, theory: str | None = None) -> list:
+    """Legend handles for the line styles of :func:`plot_curves` (grey, so they mean a style, not a T).
+
+    ``theory`` overrides the label of the dashed line (e.g. for a figure with accuracy and MSE panels).
+    """
+    from matplotlib.lines import Line2D
+
+    grey = "0.35"
+    if theory is None:
+        theory = ("expected MSE of Mahdavi et al.'s Theorem 1 features" if regression
+                  else "accuracy guaranteed by Mahdavi et al.'s Theorem 1")
+    handles = [Line2D([], [], color=grey, marker="o", markersize=4, linewidth=1.2, label="trained"),
+               Line2D([], [], color=grey, linestyle="--", linewidth=1.3, label=theory)]
+    if fit:
+        handles.append(Line2D([], [], color=grey, linestyle=":", linewidth=1.4, label="least-squares line"))
+    return handles
+
+
+def log_ticks(ax) -> None:
+    """A logarithmic y axis with plain tick labels, at 1, 2 and 5 per decade when the data span less than
+    two decades (else one tick per decade), so that every panel shows at least two labelled ticks."""
+    from matplotlib.ticker import LogLocator
+
+    from memcap import plotting
+
+    plotting.log_axis(ax, "y")
+    ys = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()] or [np.ones(1)])
+    ys = ys[np.isfinite(ys) & (ys > 0)]
+    if ys.size and np.log10(ys.max() / ys.min()) < 2:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+
+
+def legend_below(ax, key: Sequence = (), *, ncols: int = 2) -> None:
+    """One legend under the figure of ``ax``: the labelled curves of ``ax``, then the style handles
+    ``key`` (a figure legend, so that the layout keeps room for it and for a colour bar)."""
+    from memcap import plotting
+
+    handles, labels = ax.get_legend_handles_labels()
+    handles, labels = list(handles) + list(key), list(labels) + [h.get_label() for h in key]
+    if not handles:
+        raise ValueError("legend_below found nothing to list: no labelled curve and no key")
+    for label in labels:
+        plotting.check_label(label)
+    ax.figure.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(handles)))

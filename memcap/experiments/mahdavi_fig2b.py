@@ -7,6 +7,7 @@ import numpy as np
 
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, theory_table
+from memcap.experiments.verdicts import Verdict, grade, holds
 
 NAME = "mahdavi_fig2b"
 LABEL = "mha-fig-2b"
@@ -44,3 +45,27 @@ def summarize(records: Sequence[dict]) -> dict:
     return {"context_size": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
             "seeds": c.seeds, "theory": theory_table(c, records[0]),
             "worst_drop": np.maximum(0.0, -steps.min(axis=1)) if steps.shape[1] else np.zeros(len(c.examples))}
+
+
+NOISE = 0.02
+"""Falls of accuracy from one n to the next up to this size count as noise of a single training run."""
+
+
+def verdict(summary: dict, noise: float = NOISE) -> Verdict:
+    """Does accuracy grow monotonically with n, as the paper finds? From :func:`summarize`'s output.
+
+    Reproduced when every curve ends higher than it starts and never falls by more than ``noise`` from
+    one n to the next; partly when every curve ends higher but some fall is larger; not otherwise.
+    """
+    acc, T, drop = summary["accuracy"], summary["examples"], summary["worst_drop"]
+    up = acc[:, -1] > acc[:, 0]
+    steady = drop <= noise
+    status = grade([up.all(), steady.all()], partial=[up.all()])
+    if (drop == 0).all():
+        text = holds(up, T, "accuracy never falls as $n$ grows", "accuracy does not grow with $n$")
+    else:
+        text = (holds(up, T, "accuracy grows with $n$ overall", "accuracy does not grow with $n$")
+                + f"; its largest fall from one $n$ to the next is {drop.max():.3f}, "
+                + ("within" if steady.all() else "beyond") + f" the {noise:g} we count as training noise")
+    shows = f"largest fall between neighbouring $n$: {drop.max():.3f}"
+    return Verdict(status, text, shows)

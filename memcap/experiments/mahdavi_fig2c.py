@@ -7,6 +7,7 @@ import numpy as np
 
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, theory_table
+from memcap.experiments.verdicts import Verdict, grade, holds
 
 NAME = "mahdavi_fig2c"
 LABEL = "mha-fig-2c"
@@ -39,15 +40,49 @@ def jobs(profile: str) -> list[dict]:
 def summarize(records: Sequence[dict]) -> dict:
     """Figure 2(c) as arrays: ``head_dim`` (k,), ``examples`` (m,), ``accuracy``/``low``/``high``/``theory``
     (m, k), and per T the mean gain of accuracy per unit of d_h below and above d_h = n:
-    ``gain_below`` = (acc(n) - acc(min d_h)) / (n - min d_h), ``gain_above`` = (acc(max d_h) - acc(n)) /
-    (max d_h - n) (m,). Theorem 1's bound H(min(n, d_h) - 1) + 1 stops growing at d_h = n."""
+    ``gain_below`` = (acc(a) - acc(min d_h)) / (a - min d_h) with a the largest grid value <= n, and
+    ``gain_above`` = (acc(max d_h) - acc(b)) / (max d_h - b) with b the smallest grid value >= n (m,)
+    (a = b = n when n is on the grid; the paper's grid, 10, 15, ..., 64 around n = 32, is not).
+    Theorem 1's bound H(min(n, d_h) - 1) + 1 stops growing at d_h = n."""
     c = curves(records, "head_dim")
     n = int(records[0]["context_size"])
-    if n not in c.x or n in (c.x[0], c.x[-1]):
-        raise ValueError(f"the d_h grid must contain n = {n} strictly inside it, got {c.x.tolist()}")
-    at = int(np.nonzero(c.x == n)[0][0])
-    below = (c.mean[:, at] - c.mean[:, 0]) / (n - c.x[0])
-    above = (c.mean[:, -1] - c.mean[:, at]) / (c.x[-1] - n)
+    lo, hi = c.x[c.x <= n], c.x[c.x >= n]
+    if lo.size < 2 or hi.size < 2:
+        raise ValueError(f"the d_h grid must have at least two values <= n = {n} and two >= n, got {c.x.tolist()}")
+    a, b = int(np.nonzero(c.x == lo[-1])[0][0]), int(np.nonzero(c.x == hi[0])[0][0])
+    below = (c.mean[:, a] - c.mean[:, 0]) / (c.x[a] - c.x[0])
+    above = (c.mean[:, -1] - c.mean[:, b]) / (c.x[-1] - c.x[b])
     return {"head_dim": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
             "seeds": c.seeds, "context_size": n, "theory": theory_table(c, records[0]),
             "gain_below": below, "gain_above": above}
+
+
+STOP_RATIO = 0.2
+"""The gain per unit of d_h "stops" past d_h = n when it falls to at most this share of the gain below."""
+
+
+def verdict(summary: dict, stop_ratio: float = STOP_RATIO) -> Verdict:
+    """Does the gain from d_h stop once d_h >= n, as the paper finds? From :func:`summarize`'s output.
+
+    Reproduced when, for every T, accuracy grows below d_h = n and the gain per unit of d_h above it is at
+    most ``stop_ratio`` times the gain below (or none); partly when it is smaller than half the gain
+    below; not otherwise.
+    """
+    below, above, T = summary["gain_below"], summary["gain_above"], summary["examples"]
+    grows = below > 0
+    stops = grows & (above <= stop_ratio * below)
+    slows = grows & (above < 0.5 * below)
+    status = grade([stops.all()], partial=[slows.all()])
+    n = summary["context_size"]
+    if (above <= 0).all():
+        text = holds(grows, T, f"accuracy grows with $d_h$ up to $d_h = n = {n}$ and not at all beyond it",
+                     f"accuracy does not grow with $d_h$ below $d_h = n = {n}$")
+    else:
+        text = holds(stops, T, f"past $d_h = n = {n}$ each unit of $d_h$ gains at most {stop_ratio:g} times "
+                               "what it gains below",
+                     f"past $d_h = n = {n}$ each unit of $d_h$ still gains more than {stop_ratio:g} times "
+                     "what it gains below")
+    ratio = above.mean() / below.mean() if below.mean() > 0 else float("nan")
+    shows = (f"gain per unit of $d_h$ past $d_h = n$: {ratio:.2f} times the gain below"
+             if np.isfinite(ratio) else "no gain below $d_h = n$")
+    return Verdict(status, text, shows)

@@ -1,9 +1,11 @@
 """Mahdavi et al., Figure 3 (Appendix H): softmax saturation in models that memorize perfectly.
 
 n = 32, d = 64, 100 classes, shared context; H = 4 at T ~ 550 and H = 8 at T ~ 1300 (the largest T each
-memorized), 300k steps. A head is saturated on an example when one attention weight exceeds 0.99. The
-jobs: a capacity search per H (to check T is at the edge of memorization), then training at that T with
-the weights kept, so the chapter can compute attention with :func:`memcap.train.trained_attention`.
+memorized), 300k steps. A head is saturated on an example when one attention weight exceeds 0.99. T is
+fixed per H in the grids (``examples``), as the paper fixes it from an earlier search. The jobs: a
+capacity search per H over a ladder of T (to check that the fixed T sits at the edge of memorization),
+and training at the fixed T with the weights kept, so the chapter can compute attention with
+:func:`memcap.train.trained_attention`.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import fields
 import numpy as np
 
 from memcap.experiments._grids import mha_capacity_jobs, split_jobs
+from memcap.experiments.verdicts import Verdict, grade, holds, percent
 from memcap.train import MHASpec, TrainConfig, spec_from_dict, trained_attention
 
 _SPEC_FIELDS = tuple(f.name for f in fields(MHASpec))
@@ -94,3 +97,58 @@ def summarize(results) -> list[dict]:
             cap = caps.get(spec.heads, {})
             out.append({**record, **stats, "capacity": cap.get("capacity"), "upper": cap.get("upper")})
     return out
+
+
+MOST_EXAMPLES = 0.9
+""""Almost every example keeps an unsaturated head" when at least this share of the examples does."""
+
+
+def majority_saturated(model: dict) -> float:
+    """Share of the examples of one summarized model with more than half of their H heads saturated."""
+    return float((np.asarray(model["count"]) > model["heads"] / 2).mean())
+
+
+def capacity_check(model: dict) -> str:
+    """Where the model's fixed T sits against the ladder search of its H, as a clause for the prose."""
+    T, cap, upper = int(model["examples"]), model["capacity"], model["upper"]
+    if cap is None:
+        return f"no capacity search was run for $H = {model['heads']}$"
+    if cap == T:
+        beyond = f", but not {upper}" if upper is not None else ""
+        return f"with $H = {model['heads']}$ the search memorizes $T = {T}${beyond}"
+    if cap > T:
+        return f"with $H = {model['heads']}$ the search memorizes up to {cap} examples, more than $T = {T}$"
+    return f"with $H = {model['heads']}$ the search memorizes only {cap} examples, fewer than $T = {T}$"
+
+
+def verdict(models: list[dict], most: float = MOST_EXAMPLES) -> Verdict:
+    """Does softmax saturate as the paper finds? From :func:`summarize`'s output (one dict per model).
+
+    The paper's two observations: most heads are saturated on most examples (here: more than half of an
+    example's heads on more than half of the examples), and almost every example keeps an unsaturated
+    head (here: at least ``most`` of the examples). Reproduced when both hold for every H; partly when
+    some of them hold; not otherwise.
+    """
+    if not models:
+        raise ValueError("models must hold at least one summarized model")
+    heads = [m["heads"] for m in models]
+    majority = np.array([majority_saturated(m) > 0.5 for m in models])
+    unsaturated = np.array([m["fraction_with_unsaturated"] >= most for m in models])
+    status = grade(list(majority) + list(unsaturated))
+    parts = [f"$H = {m['heads']}$: {percent(majority_saturated(m))}" for m in models]
+    text = (holds(majority, heads, "more than half of the heads are saturated on most examples",
+                  "fewer than half of the heads are saturated on most examples", symbol="H")
+            + " (share of examples with more than half of their heads saturated: " + ", ".join(parts) + ")")
+    shows = ", ".join(f"$H = {m['heads']}$: {percent(m['fraction_saturated'])} of head-example pairs saturated, "
+                      f"{percent(m['fraction_with_unsaturated'])} of examples with an unsaturated head"
+                      for m in models)
+    return Verdict(status, text, shows)
+
+
+def unsaturated_text(models: list[dict], most: float = MOST_EXAMPLES) -> str:
+    """'almost every example keeps ...' or the share that does, as a clause for the prose."""
+    heads = [m["heads"] for m in models]
+    hits = [m["fraction_with_unsaturated"] >= most for m in models]
+    shares = ", ".join(f"{percent(m['fraction_with_unsaturated'])} with $H = {m['heads']}$" for m in models)
+    return (holds(hits, heads, "almost every example keeps at least one unsaturated head",
+                  "many examples have every head saturated", symbol="H") + f" ({shares})")

@@ -9,8 +9,10 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap.book import sci
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, matches, theory_table
+from memcap.experiments.verdicts import Verdict, grade, holds
 from memcap.sweep import check_profile
 
 NAME = "mahdavi_fig4"
@@ -81,3 +83,51 @@ def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
                                     "theory": theory_table(c, base, "accuracy" if classes else "mse"),
                                     "r2": np.array([np.nan if f is None else f.r2 for f in line])}
     return panels
+
+
+def flattening(x: Sequence[float], y: Sequence[float]) -> float:
+    """Mean slope of ``y`` over the upper half of the range of ``x`` divided by that over the lower half.
+
+    The halves meet at the grid point nearest the middle of the range; < 1 when the curve flattens.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 3:
+        raise ValueError(f"need at least 3 points to compare two halves, got {x.size}")
+    mid = int(np.argmin(np.abs(x - (x[0] + x[-1]) / 2)))
+    mid = min(max(mid, 1), x.size - 2)
+    lower = (y[mid] - y[0]) / (x[mid] - x[0])
+    upper = (y[-1] - y[mid]) / (x[-1] - x[mid])
+    return float(upper / lower) if lower > 0 else float("nan")
+
+
+def verdict(panels: dict, r2_min: float = 0.98) -> Verdict:
+    """Linear in H survives, linear in n weakens (Mahdavi et al., Appendix I.1)? From :func:`summarize`.
+
+    Linear in H: every classification curve against H has R² >= ``r2_min``. Weaker in n: every curve
+    against n has a smaller R² than the smallest against H, and flattens (its slope over the upper half of
+    the n range is less than half that over the lower half). Reproduced when both hold, partly when one
+    does.
+    """
+    heads, ctx = panels[("classification", "heads")], panels[("classification", "context_size")]
+    r2_h, r2_n = np.asarray(heads["r2"], dtype=float), np.asarray(ctx["r2"], dtype=float)
+    linear_h = bool(np.all(np.nan_to_num(r2_h, nan=-np.inf) >= r2_min))
+    flat = np.array([flattening(ctx["x"], row) < 0.5 for row in ctx["value"]])
+    weaker_n = bool(np.all(np.nan_to_num(r2_n, nan=np.inf) < np.nanmin(r2_h))) and bool(flat.all())
+    status = grade([linear_h, weaker_n])
+    text = ((f"a line in $H$ fits every curve with $R^2 \\ge {r2_min:g}$" if linear_h
+             else f"some curve in $H$ has $R^2 < {r2_min:g}$")
+            + "; " + holds(flat, ctx["examples"], "accuracy rises quickly with the first context tokens and then "
+                           "flattens", "accuracy does not flatten in $n$"))
+    shows = f"$R^2$ in $H$: {np.nanmin(r2_h):.3f}; in $n$: {np.nanmin(r2_n):.3f}"
+    return Verdict(status, text, shows)
+
+
+def regression_text(panels: dict) -> str:
+    """Whether the regression error falls at every step in H and in n, as a clause for the prose."""
+    parts = []
+    for axis, name in (("heads", "$H$"), ("context_size", "$n$")):
+        p = panels[("regression", axis)]
+        rise = float(np.diff(p["value"], axis=1).max())
+        parts.append(f"falls at every step in {name}" if rise < 0 else f"never rises in {name}" if rise == 0
+                     else f"rises by up to ${sci(rise)}$ between neighbouring values of {name}")
+    return "the regression error " + " and ".join(parts)

@@ -5,8 +5,10 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap.book import sci
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, matches, theory_table
+from memcap.experiments.verdicts import Verdict, grade
 from memcap.sweep import check_profile
 
 NAME = "mahdavi_fig5"
@@ -59,3 +61,30 @@ def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
                         "seeds": c.seeds, "theory": theory_table(c, base, "mse"),
                         "worst_rise": np.maximum(0.0, steps.max(axis=1)) if steps.shape[1] else np.zeros(len(c.examples))}
     return panels
+
+
+def verdict(panels: dict) -> Verdict:
+    """Does the regression error fall with H and with n, as the paper finds? From :func:`summarize`.
+
+    Reproduced when no curve rises from one grid value to the next; partly when every curve ends lower
+    than it starts; not otherwise.
+    """
+    every, overall, parts = [], [], []
+    for axis, name in (("heads", "$H$"), ("context_size", "$n$")):
+        p = panels[axis]
+        rise = float(np.diff(p["mse"], axis=1).max())
+        every.append(rise <= 0)
+        overall.append(bool((p["mse"][:, -1] < p["mse"][:, 0]).all()))
+        parts.append(f"falls at every step in {name}" if rise < 0 else f"never rises in {name}" if rise == 0
+                     else f"falls overall in {name} but rises by up to ${sci(rise)}$ between neighbouring values"
+                     if overall[-1] else f"does not fall with {name}")
+    status = grade(every, partial=overall)
+    ratios = [p["mse"][i, 0] / p["mse"][i, -1] for p in panels.values() for i in range(len(p["examples"]))]
+    return Verdict(status, "the training error " + " and ".join(parts),
+                   f"error falls by a factor of {min(ratios):.0f} or more across each grid")
+
+
+def below_theory(panels: dict) -> tuple[int, int]:
+    """(points where the trained MSE lies below Theorem 1's expected MSE, all points), over both panels."""
+    below = sum(int((p["mse"] < p["theory"]).sum()) for p in panels.values())
+    return below, sum(p["mse"].size for p in panels.values())

@@ -1,0 +1,47 @@
+"""The shared pieces of the experiments chapters' verdicts (memcap/experiments/verdicts.py)."""
+import pytest
+
+from memcap.experiments.verdicts import MARKS, Verdict, grade, holds, percent
+
+
+def test_verdict_marks_and_validation():
+    assert Verdict("yes", "holds").mark == "✓" and Verdict("no", "fails").mark == "✗"
+    assert Verdict("partly", "half").mark == "partly" and set(MARKS) == {"yes", "partly", "no"}
+    with pytest.raises(ValueError, match="status"):
+        Verdict("maybe", "x")
+    with pytest.raises(ValueError, match="non-empty"):
+        Verdict("yes", " ")
+
+
+def test_grade_counts_checks_and_partial_conditions():
+    assert grade([True, True]) == "yes"
+    assert grade([True, False]) == "partly"
+    assert grade([False, False]) == "no"
+    assert grade([False], partial=[True]) == "partly"
+    assert grade([False], partial=[True, False]) == "no"
+    with pytest.raises(ValueError, match="at least one"):
+        grade([])
+
+
+@pytest.mark.parametrize("hits, values, expected", [
+    ([True], [300], "rises at $T = 300$"),
+    ([False], [300], "falls at $T = 300$"),
+    ([True, True], [300, 500], "rises for every $T$"),
+    ([False, False], [300, 500], "falls for every $T$"),
+    ([True, False, True], [300, 500, 10_000], r"rises for $T = 300$ and $10\,000$ but not for $T = 500$"),
+])
+def test_holds_phrases_one_or_many_values(hits, values, expected):
+    assert holds(hits, values, "rises", "falls") == expected
+
+
+def test_holds_refuses_mismatched_lengths():
+    with pytest.raises(ValueError, match="same non-zero length"):
+        holds([True], [1, 2], "a", "b")
+    with pytest.raises(ValueError, match="same non-zero length"):
+        holds([], [], "a", "b")
+
+
+def test_percent():
+    assert percent(0.9467) == "95 %" and percent(0) == "0 %"
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        percent(1.2)
