@@ -39,7 +39,7 @@ def circle_scale(lam):
         hint = ("the divergence log(1 + sum_k exp(-lambda (1 - cos(2 pi k/N)))) is the same for every "
                 "sequence and decreases in lambda: find where it crosses 1e-3")
         if isinstance(value, numbers.Real) and math.isfinite(value) and value > 0:
-            if _circle_kl(value, 10, weight=2) <= 1e-3 < _circle_kl(value * (1 - 1e-3), 10, weight=2):
+            if abs(2 * value - expected) <= 5e-4 * expected:   # the gap taken as 2 (1 - cos)
                 hint = ("the logit of token j is lambda W_j^T W_g = lambda cos(2 pi (j - g)/N): the gap "
                         "to the target is lambda (1 - cos), not the squared distance 2 (1 - cos)")
             elif _circle_kl(value, 10) <= 1e-3:
