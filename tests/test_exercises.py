@@ -223,6 +223,72 @@ def _relu_counts(out_scale=True):
     return examples, params, bounds.mha_capacity(40, 32, 32), bounds.mha_param_count(40, 64, 32, 1, 1)
 
 
+def _aot_permuter(names=("W_Q", "W_K", "W_V", "W_O")):
+    """A head permutation that permutes only the matrices ``names``."""
+    from dataclasses import replace
+
+    return lambda params, perm: replace(params, **{n: getattr(params, n)[perm] for n in names})
+
+
+def _aot_gpt2(total_fix=0, percent=False):
+    N, S, d, H, dh = 50257, 1024, 768, 12, 64
+    total = d * (S + 2 * N + 4 * dh * H) - total_fix
+    fraction = 4 * dh * H * d / (d * (S + 2 * N + 4 * dh * H))
+    return total, 100 * fraction if percent else fraction
+
+
+def _best_divergence(width=None):
+    from memcap.construct import dana
+
+    return lambda probs, d: dana.best_sequence_encoder(probs, width or d, steps=400)[1].kl
+
+
+def _ar_closed_form(swap=False, slope_factor=1):
+    import sympy as sp
+
+    w, a1, a2, y1, y2 = sp.symbols("w a1 a2 y1 y2", real=True)
+    first, second = (y2, y1) if swap else (y1, y2)
+    A = second + (first - second) / (1 + sp.exp(-w * a2 * (a1 - a2)))
+    return A, slope_factor * a2 * (a1 - a2) * (y1 - y2) / 4
+
+
+def _t1_accuracy(on="unseen"):
+    from memcap.data import all_sequences
+    from memcap.models import aot_forward
+
+    def accuracy(params, seqs, table):
+        everything = all_sequences(table.shape[0], table.dim())
+        kept = (everything[:, None, :] == seqs[None]).all(-1).any(1)
+        chosen = {"unseen": ~kept, "all": torch.ones_like(kept), "kept": kept}[on]
+        right = aot_forward(params, everything[chosen]).argmax(1) == table[tuple(everything[chosen].T)]
+        return int(right.sum()) if on == "unseen" else float(right.double().mean())
+    return accuracy
+
+
+def _lk_widths(shift=0):
+    need = {c0: math.floor(32 * math.log(50258) / c0 ** 2) + 1 + shift for c0 in (0.5, 0.1)}
+    return need, [math.sqrt(32 * math.log(50258) / 768), math.sqrt(8 * math.log(2 * 50257 ** 2) / 768)]
+
+
+def _lk_minimiser(clip=True):
+    def minimiser(N, C, r_bar):
+        kappa = (1 + 2 * C) / (1 - 2 * C) * r_bar
+        if kappa >= 1:
+            return 0.0
+        value = math.log((N - 1) * (1 - kappa) / kappa) / (1 - 2 * C)
+        return max(0.0, value) if clip else value
+    return minimiser
+
+
+def _rw_answers(drop=0, extra=(), chance=True):
+    from memcap import bounds
+
+    names = [n for n, e in bounds.BOUNDS.items() if e.citation.startswith(bounds.DANA)]
+    names = names[drop:] + list(extra)
+    accuracies = {h: bounds.cor2_accuracy(h, 10, 10, 50, 2500) - (0 if chance else 1 / 50) for h in (1, 11, 21, 31)}
+    return names, accuracies
+
+
 WRONG = [
     ("ex-mahdavi-theorem1-2", lambda: (_ratios(), 64), "case 5 (the most parameter-efficient d_h)"),
     ("ex-mahdavi-theorem1-2", lambda: ({k: 1 / v for k, v in _ratios().items()}, 32), "times too large"),
@@ -244,6 +310,35 @@ WRONG = [
     ("ex-mahdavi-skip-2", lambda: (torch.tensor([2.5, -4.5]),), "first d_out coordinates"),
     ("ex-mahdavi-skip-3", lambda: (_second_layer(first=False),), "Assumption 1"),
     ("ex-mahdavi-skip-3", lambda: (lambda *a: a[3],), "one number per example"),
+    ("ex-dana-aot-2", lambda: _aot_gpt2(total_fix=1024 * 768), "positional embedding"),
+    ("ex-dana-aot-2", lambda: _aot_gpt2(percent=True), "not a percentage"),
+    ("ex-dana-aot-3", lambda: (lambda params, perm: params,), "not moved at all"),
+    ("ex-dana-aot-3", lambda: (_aot_permuter(("W_Q", "W_K")),), "logits should not change"),
+    ("ex-dana-aot-3", lambda: (lambda params, perm: None,), "should return the permuted AoT"),
+    ("ex-dana-se-2", lambda: (39.7962 / 2,), "not the squared distance"),
+    ("ex-dana-se-2", lambda: (45.0,), "times too large"),
+    ("ex-dana-se-3", lambda: (_best_divergence(width=1),), "Proposition 2"),
+    ("ex-dana-se-3", lambda: (lambda probs, d: 0.0,), "only two tokens"),
+    ("ex-dana-ar-2", lambda: _ar_closed_form(swap=True), "swapped"),
+    ("ex-dana-ar-2", lambda: _ar_closed_form(slope_factor=4), "derivative at 0 is 1/4"),
+    ("ex-dana-ar-2", lambda: (__import__("sympy").Symbol("t"), 0), "symbols w, a1, a2, y1, y2"),
+    ("ex-dana-ar-3", lambda: ({H: min(16, 2 * H + 3) for H in range(1, 9)},), "paper's min(16, H d_h + d)"),
+    ("ex-dana-ar-3", lambda: ([1, 2, 3],), "should have 8 entries"),
+    ("ex-dana-t1-2", lambda: ({d: d * (208 + 40_000) for d in (2, 64)},) * 2, "not T0"),
+    ("ex-dana-t1-2", lambda: ({d: d * (108 + 4 * (10_000 - d)) for d in (2, 64)},) * 2, "two N x d matrices"),
+    ("ex-dana-t1-3", lambda: (_t1_accuracy("all"),), "leave out the rows of seqs"),
+    ("ex-dana-t1-3", lambda: (_t1_accuracy("kept"),), "measure it on the others"),
+    ("ex-dana-t1-3", lambda: (_t1_accuracy("unseen"),), "not their number"),
+    ("ex-dana-lk-3", lambda: _lk_widths(shift=-1), "the inequality is strict"),
+    ("ex-dana-lk-3", lambda: _lk_widths(shift=5), "a smaller width already has"),
+    ("ex-dana-lk-3", lambda: (_lk_widths()[0], [0.1, 0.2]), "case 3 (the paper's C at d = 768)"),
+    ("ex-dana-lk-4", lambda: (_lk_minimiser(clip=False),), "Lambda ranges over the numbers >= 0"),
+    ("ex-dana-lk-4", lambda: (lambda N, C, r_bar: 1.0,), "above its minimum"),
+    ("ex-dana-rw-2", lambda: (10 ** 5 - 1,), "different width has a smaller count"),
+    ("ex-dana-rw-2", lambda: (2.0,), "whole number"),
+    ("ex-dana-rw-3", lambda: _rw_answers(drop=2), "2 closed forms from Dana et al. are missing"),
+    ("ex-dana-rw-3", lambda: _rw_answers(extra=["mha_capacity"]), "do not come from Dana et al."),
+    ("ex-dana-rw-3", lambda: _rw_answers(chance=False), "chance term 1/N is missing"),
 ]
 
 
