@@ -42,9 +42,11 @@ PALETTE = ("#1f4e79", "#e08a1e", "#1b7837", "#7b3294", "#6f6f6f", "#17becf", "#b
 """Categorical colours, for series that are not ordered (e.g. two architectures)."""
 
 DPI = 110
+"""Dots per inch of every figure (matplotlib's figure.dpi and savefig.dpi)."""
 WIDTH = 6.25
 """Inches: 6.25 in at 110 dpi is 688 px, the site's text column at desktop width."""
 HEIGHT = 3.4
+"""Inches: the default height of one row of panels."""
 
 _RC = {
     "figure.dpi": DPI,
