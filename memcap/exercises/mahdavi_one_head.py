@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from memcap import models
-from memcap.exercises.checking import call, case, checker, close, expect, fail
+from memcap.exercises.checking import call, case, checker, close, fail
 
 CHAPTER = "book/mahdavi/one_head"
 
