@@ -76,7 +76,9 @@ def reference_answer(label: str) -> tuple[tuple, dict]:
         if cell.cell_type != "code" or "skip-execution" in cell.metadata.get("tags", []):
             continue
         in_solution = cell.source.strip() in solution
-        for node in ast.parse(cell.source).body:
+        source = "\n".join(line for line in cell.source.splitlines()     # IPython magics are not Python
+                           if not line.lstrip().startswith(("%", "!")))
+        for node in ast.parse(source).body:
             test = node.test if isinstance(node, ast.Assert) else None
             if isinstance(test, ast.Call) and getattr(test.func, "id", "") == "check" and \
                     isinstance(test.args[0], ast.Constant) and test.args[0].value == label:
@@ -147,7 +149,8 @@ def test_chapter_labels():
 
 # --- the reference solutions pass ----------------------------------------------------------------------
 
-SLOW_REFERENCES = {"ex-mahdavi-relu-3"}   # an exact certificate and a ReLU training run: seconds
+SLOW_REFERENCES = {"ex-mahdavi-relu-3",     # an exact certificate and a ReLU training run: seconds
+                   "ex-mahdavi-real-models-3"}   # a ViT embedding of all digits and 2000 subsets
 
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.slow) if label in SLOW_REFERENCES
@@ -339,6 +342,136 @@ WRONG = [
     ("ex-dana-rw-3", lambda: _rw_answers(drop=2), "2 closed forms from Dana et al. are missing"),
     ("ex-dana-rw-3", lambda: _rw_answers(extra=["mha_capacity"]), "do not come from Dana et al."),
     ("ex-dana-rw-3", lambda: _rw_answers(chance=False), "chance term 1/N is missing"),
+]
+
+
+# --- wrong answers: the setting, Part I's assumptions, toolkit, constructions and real models ------
+
+def _shared_and_repeated(softmax_axis=-1, swap=False):
+    from memcap import models
+
+    def answer(layer, context, queries):
+        T, (n, d) = queries.shape[0], context.shape
+        shared = models.mha_forward(layer, context, queries)
+        repeated = models.mha_forward(layer, context.expand(T, n, d), queries)
+        W_K, W_Q = (layer.W_Q, layer.W_K) if swap else (layer.W_K, layer.W_Q)
+        theta = torch.softmax(models.mha_scores(W_K, W_Q, context, queries), dim=softmax_axis)
+        return shared, repeated, theta
+    return answer
+
+
+def _planted(dependent=False):
+    return {k: (math.comb(16, k - 4) / math.comb(20, k)) if dependent
+            else 1 - math.comb(16, k - 4) / math.comb(20, k) for k in range(4, 9)}
+
+
+def _moment(start=0, axis=1):
+    return lambda s, dim: torch.stack([s ** j for j in range(start, start + dim)], dim=axis)
+
+
+def _eigen(lam_scale=1):
+    import sympy as sp
+
+    lam = sp.Symbol("lambda")
+    return lam, {1 + lam / lam_scale: 1, sp.Integer(1): 4}
+
+
+def _perturbation(which):
+    def answer(A):
+        U, S, Vh = torch.linalg.svd(A, full_matrices=False)
+        k = 0 if which == "largest" else int(torch.linalg.matrix_rank(A)) - 1
+        return -S[k] * torch.outer(U[:, k], Vh[k])
+    return answer
+
+
+def _scales(log=math.log, tokens=31):
+    return tuple((5 + log(2 * tokens / delta)) / g for g, delta in ((1e-3, 1e-8), (1e-3, 1e-12), (1e-4, 1e-8)))
+
+
+def _slack(inverse=False, zero_scale=False):
+    from memcap.construct import mahdavi
+
+    def answer(a_star, a_plus, delta):
+        c = 0.0 if zero_scale else mahdavi.saturation_scale(a_star, a_plus, delta)
+        error = float(mahdavi.saturation_error(a_star, a_plus, c))
+        return error / delta if inverse else delta / error
+    return answer
+
+
+def _last_token(first=False, refuse=True):
+    from memcap.construct import mahdavi
+
+    def answer(contexts, queries, examples, weight, head_dim):
+        n = contexts.shape[-2]
+        if not refuse:
+            weight = min(weight, 0.999)
+        theta = torch.full((len(examples), n), (1 - weight) / (n - 1), dtype=contexts.dtype)
+        theta[:, 0 if first else -1] = weight
+        return mahdavi.claim1_head(contexts, queries, examples, theta, head_dim=head_dim)
+    return answer
+
+
+def _step_summary(ranks=False, smallest_c=False, largest_sigma=False):
+    from memcap import linalg
+
+    def answer(kq):
+        steps = [linalg.rank(kq.step_features(h)) for h in range(1, len(kq.steps) + 1)]
+        gains = steps if ranks else [b - a for a, b in zip(steps, steps[1:])]
+        scales = [st.scale for st in kq.steps]
+        sigmas = [st.sigma_min for st in kq.steps]
+        return (gains, min(scales) if smallest_c else max(scales),
+                max(sigmas) if largest_sigma else min(sigmas))
+    return answer
+
+
+def _random_report():
+    from memcap import linalg
+
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randn(30, 5, 64, generator=gen, dtype=torch.float64)
+    return linalg.assumption_report(tokens, tokens[:, 0], subsets=50, generator=gen)
+
+
+_DUP = {64: 64 * 63 / (1000 * 999), 512: 512 * 511 / (2000 * 1999)}
+_PAIRS = math.comb(1000, 2) / 465_000
+
+WRONG += [
+    ("ex-setting-2", lambda: ({64: 159, 16: 667}, {64: 1, 16: 1}), "only min(n, d_h) counts"),
+    ("ex-setting-2", lambda: ({64: 323, 16: 667}, {64: 1, 16: 1}), "the parameter count is"),
+    ("ex-setting-2", lambda: ([323], {64: 1, 16: 1}), "should have 2 entries"),
+    ("ex-setting-3", lambda: (_shared_and_repeated(softmax_axis=1),), "sum to one"),
+    ("ex-setting-3", lambda: (_shared_and_repeated(swap=True),), "not the layer's"),
+    ("ex-setting-3", lambda: (lambda layer, c, q: (c, q),), "should return three tensors"),
+    ("ex-mahdavi-assumptions-2", lambda: (_planted(dependent=True), 7, 4), "too small"),
+    ("ex-mahdavi-assumptions-2", lambda: (_planted(), 8, 4), "not the Kruskal rank the rule reports"),
+    ("ex-mahdavi-assumptions-3", lambda: (_moment(start=1), 4, 10), "starting with the power 0"),
+    ("ex-mahdavi-assumptions-3", lambda: (_moment(axis=0), 4, 10), "one row"),
+    ("ex-mahdavi-assumptions-3", lambda: (_moment(), 3, 10), "the Kruskal rank is"),
+    ("ex-mahdavi-toolkit-2", lambda: (1 + 5 * _eigen()[0], _eigen()[1], -1), "factor 1/n"),
+    ("ex-mahdavi-toolkit-2", lambda: (1 + _eigen()[0], _eigen(lam_scale=5)[1], -1), "multiplicities"),
+    ("ex-mahdavi-toolkit-2", lambda: (1 + _eigen()[0], _eigen()[1], 1), "lambda is too large"),
+    ("ex-mahdavi-toolkit-3", lambda: (_perturbation("largest"),), "larger than needed"),
+    ("ex-mahdavi-toolkit-3", lambda: (lambda A: 0 * A,), "lower rank than A"),
+    ("ex-mahdavi-toolkit-3", lambda: (lambda A: A[:, :-1],), "of the shape of A"),
+    ("ex-mahdavi-saturation-2", lambda: _scales(log=math.log10), "natural logarithm"),
+    ("ex-mahdavi-saturation-2", lambda: _scales(tokens=32), "n - 1 tokens lose"),
+    ("ex-mahdavi-saturation-3", lambda: (_slack(inverse=True),), "not the other way round"),
+    ("ex-mahdavi-saturation-3", lambda: (_slack(zero_scale=True),), "at least 1"),
+    ("ex-mahdavi-one-head-2", lambda: (32, 31, 2048), "not n"),
+    ("ex-mahdavi-one-head-2", lambda: (16, 15, 32), "number of columns"),
+    ("ex-mahdavi-one-head-3", lambda: (_last_token(first=True),), "attention of example"),
+    ("ex-mahdavi-one-head-3", lambda: (_last_token(refuse=False),), "instead of refusing"),
+    ("ex-mahdavi-one-head-3", lambda: (lambda c, q, ex, w, dh: None,), "should return a head"),
+    ("ex-mahdavi-rank-of-z-2", lambda: ({64: 16, 32: 33, 8: 143},), "only min(n, d_h) counts"),
+    ("ex-mahdavi-rank-of-z-3", lambda: (_step_summary(ranks=True),), "list of H - 1"),
+    ("ex-mahdavi-rank-of-z-3", lambda: (_step_summary(smallest_c=True),), "largest scale c"),
+    ("ex-mahdavi-rank-of-z-3", lambda: (_step_summary(largest_sigma=True),), "smallest sigma_min"),
+    ("ex-mahdavi-real-models-2", lambda: ({64: (64 / 1000) ** 2, 512: (512 / 2000) ** 2},
+                                          {64: False, 512: True}, _PAIRS), "without replacement"),
+    ("ex-mahdavi-real-models-2", lambda: (_DUP, {64: True, 512: False}, _PAIRS), "verdict of the 99 % rule"),
+    ("ex-mahdavi-real-models-2", lambda: (_DUP, {64: False, 512: True}, 1000 ** 2 / 465_000), "unordered pairs"),
+    ("ex-mahdavi-real-models-3", lambda: (None,), "what linalg.assumption_report returns"),
+    ("ex-mahdavi-real-models-3", lambda: (_random_report(),), "all the digits"),
 ]
 
 
