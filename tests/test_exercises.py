@@ -150,7 +150,8 @@ def test_chapter_labels():
 # --- the reference solutions pass ----------------------------------------------------------------------
 
 SLOW_REFERENCES = {"ex-mahdavi-relu-3",     # an exact certificate and a ReLU training run: seconds
-                   "ex-mahdavi-real-models-3"}   # a ViT embedding of all digits and 2000 subsets
+                   "ex-mahdavi-real-models-3",   # a ViT embedding of all digits and 2000 subsets
+                   "ex-mahdavi-experiments-3"}   # trains three models: about a minute
 
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.slow) if label in SLOW_REFERENCES
@@ -290,6 +291,50 @@ def _rw_answers(drop=0, extra=(), chance=True):
     names = names[drop:] + list(extra)
     accuracies = {h: bounds.cor2_accuracy(h, 10, 10, 50, 2500) - (0 if chance else 1 / 50) for h in (1, 11, 21, 31)}
     return names, accuracies
+def _mexp_guaranteed(chance=True):
+    from memcap import bounds
+
+    K = bounds.mha_capacity(60, 32, 64)
+    return {T: K / T + (1 - K / T) / 100 * chance for T in (10_000, 40_000)}
+
+
+def _mexp_specs(**changes):
+    from memcap.train import MHASpec
+
+    fields = dict(context_size=8, examples=150, dim=16, **changes)
+    return [MHASpec(heads=H, **fields) for H in (1, 2, 4)]
+
+
+def _dana_per_head(chance=True, per_dh=True):
+    from memcap import bounds
+    from memcap.fits import linear_fit
+
+    def count_per_head(heads, accuracies, vocab, examples, head_dim):
+        counts = [bounds.cor2_capacity_from_accuracy(a, vocab, examples) if chance else a * examples
+                  for a in accuracies]
+        return linear_fit(heads, counts).slope / (head_dim if per_dh else 1)
+    return count_per_head
+
+
+def _side_costs(invert_dana=False, value_dim=1):
+    from memcap import bounds
+
+    mahdavi = {H: bounds.mha_param_count(H, 64, 64, value_dim, 1) / bounds.mha_capacity(H, 32, 64)
+               for H in (1, 8, 31)}
+    dana = {H: bounds.aot_param_count(50, 2, 10, H, 10) / bounds.aot_capacity(H, 10, 10) for H in (1, 8, 31)}
+    return mahdavi, ({H: 1 / v for H, v in dana.items()} if invert_dana else dana)
+
+
+_SHARES = {1: 0.0, 2: 4 / 15, 3: 10 / 22, 4: 65 / 116, 5: 114 / 180, 6: 180 / 258}   # measured, seed 3
+
+
+def _take_needed(inverse=False, zero=False):
+    def parameters_needed(row, examples):
+        g = row.per_guaranteed
+        if inverse:
+            return examples / row.per_example, None if g is None else examples / g
+        return examples * row.per_example, (0 if zero else None) if g is None else examples * g
+    return parameters_needed
 
 
 WRONG = [
@@ -472,6 +517,40 @@ WRONG += [
     ("ex-mahdavi-real-models-2", lambda: (_DUP, {64: False, 512: True}, 1000 ** 2 / 465_000), "unordered pairs"),
     ("ex-mahdavi-real-models-3", lambda: (None,), "what linalg.assumption_report returns"),
     ("ex-mahdavi-real-models-3", lambda: (_random_report(),), "all the digits"),
+    ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(chance=False), 323), "the chance term"),
+    ("ex-mahdavi-experiments-2", lambda: ({T: 100 * v for T, v in _mexp_guaranteed().items()}, 323),
+     "not a percentage"),
+    ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 313), "not n = 32"),
+    ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 322), "round up"),
+    ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [0.2, 0.4, 0.7]), "look like accuracies"),
+    ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [30.5, 60, 105]), "whole number"),
+    ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [30, 60, 210]), "between 0 and T = 150"),
+    ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(classes=10), [30, 60, 105]), "classes should be 100"),
+    ("ex-mahdavi-experiments-3", lambda: (_mexp_specs()[:2], [30, 60]), "each of H = 1, 2, 4"),
+    ("ex-dana-exp-2", lambda: (19, 12), "round up"),
+    ("ex-dana-exp-2", lambda: (20, 11), "1.7 H d_h + d is still below"),
+    ("ex-dana-exp-3", lambda: (_dana_per_head(chance=False),), "guessed right by chance"),
+    ("ex-dana-exp-3", lambda: (_dana_per_head(per_dh=False),), "in units of d_h"),
+    ("ex-dana-exp-3", lambda: (lambda h, a, N, T, k: [0.0] * len(h),), "one number"),
+    ("ex-syn-side-2", lambda: _side_costs(invert_dana=True), "examples per parameter"),
+    ("ex-syn-side-2", lambda: _side_costs(value_dim=64), "times too large"),
+    ("ex-syn-side-2", lambda: ({1: 260.0}, {}), "one entry for each of [1, 8, 31]"),
+    ("ex-syn-side-3", lambda: (lambda mse, T, tol: mse ** 0.5 <= tol,), "the mean cannot decide"),
+    ("ex-syn-side-3", lambda: (lambda mse, T, tol: mse <= tol,), "at least the mean"),
+    ("ex-syn-side-3", lambda: (lambda mse, T, tol: "yes",), "True, False or None"),
+    ("ex-syn-open-2", lambda: (22, 64), "contributes d = 3"),
+    ("ex-syn-open-2", lambda: (20, 61), "round up"),
+    ("ex-syn-open-3", lambda: ({H: 1 - v for H, v in _SHARES.items()},), "not unsaturated"),
+    ("ex-syn-open-3", lambda: ({H: 100 * v for H, v in _SHARES.items()},), "between 0 and 1"),
+    ("ex-syn-open-3", lambda: ({H: v + 0.001 for H, v in _SHARES.items()},), "count of pairs"),
+    ("ex-syn-open-3", lambda: ({H: (H - 1) / H for H in _SHARES},), "far from what the construction"),
+    ("ex-syn-take-2", lambda: (_take_needed(inverse=True),), "times the examples"),
+    ("ex-syn-take-2", lambda: (_take_needed(zero=True),), "no guaranteed rate"),
+    ("ex-syn-take-2", lambda: (lambda row, examples: 1.0,), "should give a pair"),
+    ("ex-syn-take-3", lambda: ((54, 1, 4), (60, 1, 4)), "at most 1000 trainable weights"),
+    ("ex-syn-take-3", lambda: ((1, 8, 8), (54, 1, 4)), "larger count"),
+    ("ex-syn-take-3", lambda: ((54, 1, 4), (10, 1, 4)), "more heads"),
+    ("ex-syn-take-3", lambda: ((58, 54, 1, 4, 1000), (54, 1, 4)), "triple of whole numbers"),
 ]
 
 
