@@ -291,6 +291,8 @@ def _rw_answers(drop=0, extra=(), chance=True):
     names = names[drop:] + list(extra)
     accuracies = {h: bounds.cor2_accuracy(h, 10, 10, 50, 2500) - (0 if chance else 1 / 50) for h in (1, 11, 21, 31)}
     return names, accuracies
+
+
 def _mexp_guaranteed(chance=True):
     from memcap import bounds
 
