@@ -113,7 +113,7 @@ def test_the_index_lists_every_exercise_with_difficulty_time_and_both_editions(p
 def test_problem_sets_and_checkers_are_listed(page, base):
     page.goto(f"{base}/{INDEX}.html", wait_until="load")
     sets = page.locator("p.memcap-problem-set")
-    assert sets.count() == 9
+    assert sets.count() == 14
     theorem = sets.filter(has_text="Theorem 1 and when it is tight").inner_text()
     assert "6 exercises, about 2 h 10 min" in theorem, theorem
     checkers = page.locator("dl.memcap-checkers").inner_text()
