@@ -97,7 +97,9 @@ def architecture(spec, grid: dict | None = None) -> str:
 
 def guarantee(spec) -> int | None:
     """The capacity the architecture's own theorem guarantees: Mahdavi et al.'s H(min(n, d_h) - 1) + 1 for
-    the MHA, Dana et al.'s H d_h + d for the AoTs of Eq. (2) (with L >= d), none for the two variants."""
+    the MHA, Dana et al.'s H d_h + d for the AoTs of Eq. (2) (with L >= d; proved for d_h = 1, granted the
+    feature-rank conjecture for wider heads, see the chapter on Dana et al.'s Theorem 1), none for the two
+    variants."""
     if isinstance(spec, MHASpec):
         return bounds.mha_capacity(spec.heads, spec.context_size, spec.d_h)
     if not spec.mlp_width and not spec.shared_compression:
