@@ -147,7 +147,7 @@ def fit_line(ax, x: Sequence[float], fn: Callable[[np.ndarray], np.ndarray], lab
 
 
 def _plain(value: float, _pos=None) -> str:
-    """1, 10, 100, 0.01 plainly; powers of ten outside [0.001, 10^5) as $10^{k}$, never 1e-06."""
+    """1, 10, 100, 0.01 plainly; powers of ten outside [0.001, 10^5) as 10^k, never 1e-06."""
     if value <= 0:
         return f"{value:g}"
     if 1e-3 <= value < 1e5:
@@ -159,7 +159,7 @@ def _plain(value: float, _pos=None) -> str:
 
 
 def log_axis(ax, which: str = "x", base: float = 10) -> None:
-    """Make ``which`` ('x', 'y' or 'both') logarithmic with plain tick labels (0.01, 1, 100, $10^{-6}$)."""
+    """Make ``which`` ('x', 'y' or 'both') logarithmic with plain tick labels (0.01, 1, 100, 10^-6)."""
     if which not in ("x", "y", "both"):
         raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
     axes = ("x", "y") if which == "both" else (which,)

@@ -197,7 +197,7 @@ def plot_curves(ax, x: Sequence[float], values: np.ndarray, theory: np.ndarray, 
     """Draw measured curves (m, k) over ``x``, one per T in ``examples``, each with its Theorem 1 line
     (dashed, same colour) and, if given, its fitted line (dotted, only over ``fit_x[i]``).
 
-    One T: the measured curve is labelled ($T = ...$) for the legend. Several: the colours run light to
+    One T: the measured curve is labelled ``$T = ...$`` for the legend. Several: the colours run light to
     dark with T and a colour bar beside the panel names them (a legend of many T would not fit a
     half-width panel). :func:`style_key` explains the line styles. ``yerr`` (m, 2, k): error bars.
     """
