@@ -34,8 +34,9 @@ def expect_refusal(call: Callable[[], Any], match: str, *,
     any other exception propagates unchanged. Use it for every "the library refuses this" cell, so that
     the build fails if a check disappears::
 
-        expect_refusal(lambda: memorize(contexts, queries, labels, heads=4, head_dim=3),
-                       match="Assumption 1")
+        expect_refusal(
+            lambda: memorize(contexts, queries, labels, heads=4, head_dim=3),
+            match="Assumption 1")
     """
     if not callable(call):
         raise TypeError("call must be a callable taking no arguments (e.g. a lambda), "

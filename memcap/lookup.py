@@ -18,7 +18,7 @@ prove the paper's "simplified form" (which the paper states without proof):
 Entropies are Shannon entropies h(p) = -sum_j p_j log p_j in nats. The paper writes H(p) for
 sum_j p_j log p_j = -h(p), so its -H and e^{-H} are our h and e^h. The unembedding is stored as an
 (N, d) matrix whose row j is the paper's column W_j, as in :mod:`memcap.construct.dana`. Inputs follow
-:mod:`memcap._checks` (tensors, NumPy arrays or nested lists; finite; no half precision); results live
+``memcap._checks`` (tensors, NumPy arrays or nested lists; finite; no half precision); results live
 on the device of the tensor inputs (:func:`gaussian_unembedding`, which has none, takes ``device``).
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ Every coding exercise, and every computation exercise with a numeric answer, has
 checkers of one chapter live in one module of this package, named after the chapter
 (``mahdavi_tightness.py`` for ``book/mahdavi/tightness.md``); to add one, write a small function with
 a docstring saying what it tests and register it with :func:`checker`, using the helpers of
-:mod:`memcap.exercises.checking` (:func:`case`, :func:`expect`, :func:`close`, :func:`call`).
+``memcap.exercises.checking`` (:func:`case`, :func:`expect`, :func:`close`, :func:`call`).
 
 The grader (``python -m memcap grade``, :mod:`memcap.grading`) runs the student's notebook and then,
 in the same kernel, checks again every answer that the notebook passed to ``check`` (:func:`grade`).
