@@ -1,0 +1,193 @@
+"""Part III's generated clauses: the sentences that state what a sweep found, decided from its numbers.
+
+A clause glued into a chapter must stay true whatever the results are (quick profile, cached paper results,
+a failed run). Each function here takes the numbers a sentence rests on and returns the sentence for every
+case that can occur: no point, one point, all points, some points, equal values, opposite outcomes. The
+chapters of Part III paste them with ``{glue:md}`` (math in ``$...$``); ``tests/test_syn_prose.py``
+checks each case.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+__all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading",
+           "majority_saturated_clause", "comparable_clause"]
+
+
+def _nonnegative_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
+            isinstance(value, float) and value.is_integer()):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def _reals(name: str, values: Sequence[float], *, positive: bool = False) -> list[float]:
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of real numbers, got {values!r}") from None
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    for v in out:
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise ValueError(f"{name} must hold finite numbers {'> 0' if positive else '>= 0'}, got {v}")
+    return out
+
+
+def _share(name: str, value: float) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a share in [0, 1], got {value}")
+    return value
+
+
+def count_noun(count: int, singular: str, plural: str | None = None) -> str:
+    """``(1, 'point') -> '1 point'``, ``(3, 'point') -> '3 points'``: a count with its noun agreeing."""
+    count = _nonnegative_int("count", count)
+    if not isinstance(singular, str) or not singular:
+        raise ValueError("singular must be a non-empty string")
+    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
+
+
+def number(value: float) -> str:
+    """A measured count for prose: ``12.0 -> '12'``, ``12.5 -> '12.5'`` (a mean over seeds)."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"value must be finite, got {value}")
+    return f"{value:.0f}" if value == round(value) else f"{value:.1f}"
+
+
+def _factor(ratios: list[float]) -> str:
+    low, high = f"{min(ratios):.1f}", f"{max(ratios):.1f}"
+    return f"by a factor of {low}" if low == high else f"by a factor between {low} and {high}"
+
+
+def exceeds_clause(measured: Sequence[float], counts: Sequence[int], names: Sequence[str],
+                   count_name: str) -> str:
+    """How a measured capacity compares with a theorem's count over the points of a sweep.
+
+    ``measured`` (P,) capacities, ``counts`` (P,) the counts that apply (> 0), ``names`` (P,) each point in
+    Markdown (``'$H = 1$'``), ``count_name`` e.g. ``"Dana et al.'s count"``. The clause follows "the measured
+    capacity": the factor range is over the points that exceed the count only, the largest factor says
+    whether it comes from the smallest count, and every point that does not exceed is named with its
+    numbers (a point where nothing was memorized says so).
+    """
+    m = _reals("measured", measured)
+    c = _reals("counts", counts, positive=True)
+    if not isinstance(names, Sequence) or isinstance(names, str) or not all(isinstance(s, str) for s in names):
+        raise TypeError("names must be a sequence of strings")
+    if not len(m) == len(c) == len(names):
+        raise ValueError(f"measured, counts and names must have one entry per point, got {len(m)}, {len(c)} "
+                         f"and {len(names)}")
+    if not isinstance(count_name, str) or not count_name:
+        raise ValueError("count_name must be a non-empty string")
+    ratio = [a / b for a, b in zip(m, c)]
+    above = [i for i, r in enumerate(ratio) if r > 1]
+    rest = [i for i, r in enumerate(ratio) if r <= 1]
+    P = len(m)
+    if len(above) == P:
+        where = ("at the one point measured" if P == 1 else "at both points" if P == 2 else
+                 f"at every one of the {P} points")
+    elif above:
+        where = f"at {len(above)} of the {count_noun(P, 'point')}"
+    else:
+        where = ("at the one point measured" if P == 1 else "at either point" if P == 2 else
+                 f"at any of the {P} points")
+    parts = [("exceeds " if above else "does not exceed ") + f"{count_name} {where}"]
+    if above:
+        parts[0] += ", " + _factor([ratio[i] for i in above]) + (" there" if rest else "")
+    if len(above) > 1:
+        top = max(above, key=lambda i: ratio[i])
+        smallest = min(c[i] for i in above)
+        parts.append(f"the largest factor, {ratio[top]:.1f}, is at {names[top]}, "
+                     + (f"where the count is the smallest, {number(c[top])}" if c[top] == smallest
+                        else f"where the count is {number(c[top])}"))
+    if rest:
+        def fate(i: int) -> str:
+            if m[i] == 0:
+                return f"at {names[i]} training memorized nothing (count {number(c[i])})"
+            if m[i] == c[i]:
+                return f"at {names[i]} it equals the count, {number(c[i])}"
+            return f"at {names[i]} it stays below the count ({number(m[i])} against {number(c[i])})"
+        parts.append("; ".join(fate(i) for i in rest))
+    return "; ".join(parts)
+
+
+def proof_gap_clause(beyond: Sequence[bool], context_size: int) -> str:
+    """What the exact-regression runs show about who owns the gap between counts and measurements.
+
+    ``beyond`` (K,): for each number of heads tried, whether training fitted more real labels exactly than
+    Mahdavi et al.'s count; ``context_size``: the one n of these runs. The runs show that *some* of the gap
+    is the proofs' (at this size), never how much.
+    """
+    flags = _flags("beyond", beyond)
+    n = _nonnegative_int("context_size", context_size)
+    k, K = sum(flags), len(flags)
+    size = f"at one size, $n = {n}$"
+    if k == 0:
+        return (f"{size}, exact fits of real labels do not go beyond Mahdavi et al.'s count for any number of "
+                "heads tried, so these runs do not show that any of the gap belongs to the proofs")
+    which = ("for the one number of heads tried" if K == 1 else
+             "for every number of heads tried" if k == K else
+             f"for {k} of the {K} numbers of heads tried")
+    return (f"{size}, exact fits of real labels go beyond Mahdavi et al.'s count {which}, so some of the gap "
+            "belongs to the proofs, which fix the attention before looking at the labels; how much, one size "
+            "does not say")
+
+
+def exact_reading(beyond: Sequence[bool]) -> str:
+    """The sentence after the exact-regression result: what Proposition 2 of Mahdavi et al. bounds, and what
+    the runs add (``beyond`` as in :func:`proof_gap_clause`)."""
+    flags = _flags("beyond", beyond)
+    head = "Proposition 2 of Mahdavi et al. bounds the rank of the features, not what the layer memorizes"
+    if all(flags):
+        return head + ", and at this size training goes beyond it: part of the gap is the proofs'"
+    if any(flags):
+        return (head + f", and at this size training goes beyond it for {sum(flags)} of the "
+                f"{count_noun(len(flags), 'number')} of heads")
+    return head + " (the proposition above), but at this size training does not go beyond it"
+
+
+def _flags(name: str, values: Sequence[bool]) -> list[bool]:
+    try:
+        flags = [bool(v) for v in values]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of booleans, got {values!r}") from None
+    if not flags:
+        raise ValueError(f"{name} must not be empty")
+    return flags
+
+
+def majority_saturated_clause(first: str, first_share: float, second: str, second_share: float) -> str:
+    """Whether most head-example pairs are saturated, in each of two models: the sentence agrees with the two
+    shares it prints (``first_share``, ``second_share`` in [0, 1]; 'most' means more than half)."""
+    a, b = _share("first_share", first_share), _share("second_share", second_share)
+    for name, value in (("first", first), ("second", second)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty model name")
+    pa, pb = f"{100 * a:.0f} %", f"{100 * b:.0f} %"
+    if (a > 0.5) and (b > 0.5):
+        return f"Most head-example pairs are saturated in both models ({first} {pa}, {second} {pb})"
+    if not (a > 0.5) and not (b > 0.5):
+        return f"In neither model are most head-example pairs saturated ({first} {pa}, {second} {pb})"
+    yes, no = ((first, pa), (second, pb)) if a > 0.5 else ((second, pb), (first, pa))
+    return (f"Most head-example pairs are saturated in {yes[0]} ({yes[1]}) but not in {no[0]} ({no[1]}): on "
+            "this point the two models differ")
+
+
+def comparable_clause(model: str, memorized: bool, accuracy: float) -> str:
+    """Whether a trained model's saturation can be set beside Mahdavi et al.'s Figure 3, which measures models
+    trained to perfect memorization; empty when it can (``accuracy`` in [0, 1] on its training set)."""
+    if not isinstance(model, str) or not model:
+        raise ValueError("model must be a non-empty model name")
+    accuracy = _share("accuracy", accuracy)
+    if memorized:
+        if accuracy != 1.0:
+            raise ValueError(f"a memorized training set has accuracy 1, got {accuracy}")
+        return ""
+    return (f"{model} memorized no training set of its ladder entirely (best accuracy {accuracy:.3f}), so its "
+            "statistics are not comparable with Mahdavi et al.'s Figure 3, which measures models trained to "
+            "perfect memorization")
