@@ -1,12 +1,12 @@
 """Mahdavi et al.'s assumptions on real models and real data, offline: their Table 1, Figure 1 and Table 3.
 
-The paper (Sec. 5.1 and App. J) feeds 2000 ImageNet images through a ViT and Wikipedia passages through
-BERT and GPT-2 (how many passages, and which GPT-2, it does not say), and tests Assumptions 1-3 and general position on the token matrices after the
-embedding (layer 0) and after the first layer. This module does the same with what a fresh machine has
-without downloading anything (:mod:`memcap.realdata`): scikit-learn's 8 x 8 digits and a small ViT
-(:mod:`memcap.vit`) for Table 1 and Figure 1; the Python Language Reference text, a small GPT-like model
-trained here and the pretrained all-MiniLM-L6-v2 encoder shipped in a PyPI wheel (:mod:`memcap.textmodels`)
-for Table 3.
+The paper (Sec. 5.1 and App. J) feeds 2000 ImageNet images through a ViT and Wikipedia passages through BERT
+and GPT-2 (how many passages, and which GPT-2, it does not say), and tests Assumptions 1-3 and general
+position on the token matrices after the embedding (layer 0) and after the first layer. This module does the
+same with what a fresh machine has without downloading anything (:mod:`memcap.realdata`): scikit-learn's 8 x 8
+digits and a small ViT (:mod:`memcap.vit`) for Table 1 and Figure 1; the Python Language Reference text, a
+small GPT-like model trained here and the pretrained all-MiniLM-L6-v2 encoder shipped in a PyPI wheel
+(:mod:`memcap.textmodels`) for Table 3.
 
 :data:`PAPER` holds the paper's numbers we compare with (facts from the paper, cited in the book);
 :data:`QUICK` and :data:`PAPER_PROFILE` are the two profiles (``MEMCAP_PROFILE`` picks one, see
