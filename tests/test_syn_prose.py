@@ -154,3 +154,45 @@ def test_comparable_clause():
         sp.comparable_clause("The layer", True, 0.9)
     with pytest.raises(ValueError, match="accuracy must be a share"):
         sp.comparable_clause("The layer", False, 1.5)
+
+
+@pytest.mark.parametrize("beyond, text", [
+    ([True, True, True], "beyond X for every number of heads tried"),
+    ([True, False, True], "beyond X for 2 of the 3 numbers of heads tried"),
+    ([False, False], "beyond X for none of the 2 numbers of heads tried"),
+    ([True], "beyond X for the one number of heads tried"),
+    ([False], "not beyond X for the one number of heads tried"),
+])
+def test_beyond_clause(beyond, text):
+    assert sp.beyond_clause(beyond, "X") == text
+
+
+@pytest.mark.parametrize("ratio, word", [(0.5, "less"), (0.8, "same"), (1.0, "same"), (1.25, "same"),
+                                         (1.3, "more"), (0.0, "less")])
+def test_ratio_phrase_reads_a_ratio_with_a_margin(ratio, word):
+    assert sp.ratio_phrase(ratio, more="more", less="less", same="same") == word
+
+
+def test_ratio_phrase_refuses_bad_input():
+    with pytest.raises(ValueError, match="ratio must be a finite number >= 0"):
+        sp.ratio_phrase(float("inf"), more="a", less="b", same="c")
+    with pytest.raises(ValueError, match="band must satisfy"):
+        sp.ratio_phrase(1.0, more="a", less="b", same="c", band=(1.1, 2.0))
+
+
+@pytest.mark.parametrize("gains, text", [
+    ([4.4, 1.3], "Both trained models memorize more than their theorems' counts"),
+    ([2.0], "The trained model (A) memorizes more than its theorem's count"),
+    ([2.0, 0.5], "A memorizes more than its count; B memorizes less than its count"),
+    ([1.0, 3.0], "B memorizes more than its count; A memorizes exactly its count"),
+    ([0.5, 0.0], "A and B memorize less than their counts"),
+])
+def test_gains_clause_agrees_with_each_gain(gains, text):
+    assert sp.gains_clause(gains, ["A", "B"][:len(gains)]) == text
+
+
+def test_gains_clause_refuses_mismatched_names():
+    with pytest.raises(ValueError, match="one non-empty name per gain"):
+        sp.gains_clause([1.0, 2.0], ["A"])
+    with pytest.raises(ValueError, match="gains must hold finite numbers >= 0"):
+        sp.gains_clause([-1.0], ["A"])

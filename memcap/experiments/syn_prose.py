@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading",
-           "majority_saturated_clause", "comparable_clause"]
+__all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
+           "ratio_phrase", "gains_clause", "majority_saturated_clause", "comparable_clause"]
 
 
 def _nonnegative_int(name: str, value: object) -> int:
@@ -149,6 +149,62 @@ def exact_reading(beyond: Sequence[bool]) -> str:
         return (head + f", and at this size training goes beyond it for {sum(flags)} of the "
                 f"{count_noun(len(flags), 'number')} of heads")
     return head + " (the proposition above), but at this size training does not go beyond it"
+
+
+def beyond_clause(beyond: Sequence[bool], count_name: str) -> str:
+    """For how many of the numbers of heads tried training fitted more labels than ``count_name``
+    (``beyond`` as in :func:`proof_gap_clause`); follows "fits real labels exactly"."""
+    flags = _flags("beyond", beyond)
+    if not isinstance(count_name, str) or not count_name:
+        raise ValueError("count_name must be a non-empty string")
+    k, K = sum(flags), len(flags)
+    if K == 1:
+        return f"{'beyond' if k else 'not beyond'} {count_name} for the one number of heads tried"
+    if k == K:
+        return f"beyond {count_name} for every number of heads tried"
+    if k == 0:
+        return f"beyond {count_name} for none of the {K} numbers of heads tried"
+    return f"beyond {count_name} for {k} of the {K} numbers of heads tried"
+
+
+def ratio_phrase(ratio: float, *, more: str, less: str, same: str, band: tuple[float, float] = (0.8, 1.25)) -> str:
+    """``more`` if ``ratio`` > band[1], ``less`` if ``ratio`` < band[0], else ``same``: a measured ratio of
+    two capacities read with a margin, so that a small difference is not read as a preference."""
+    ratio = float(ratio)
+    if not math.isfinite(ratio) or ratio < 0:
+        raise ValueError(f"ratio must be a finite number >= 0, got {ratio}")
+    low, high = (float(b) for b in band)
+    if not 0 < low <= 1 <= high:
+        raise ValueError(f"band must satisfy 0 < band[0] <= 1 <= band[1], got {band}")
+    return more if ratio > high else less if ratio < low else same
+
+
+def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
+    """How trained models compare with their theorems' counts: ``gains`` (M,) capacity / count per model,
+    ``names`` (M,) e.g. ``['the attention layer', 'the AoT']``. 'More' means a ratio above 1; a ratio of
+    exactly 1 reaches the count."""
+    g = _reals("gains", gains)
+    if not isinstance(names, Sequence) or isinstance(names, str) or len(names) != len(g) or not all(
+            isinstance(n, str) and n for n in names):
+        raise ValueError("names must hold one non-empty name per gain")
+    above = [n for n, x in zip(names, g) if x > 1]
+    at = [n for n, x in zip(names, g) if x == 1]
+    below = [n for n, x in zip(names, g) if x < 1]
+    every = "Both" if len(g) == 2 else "Every one of the"
+    if len(above) == len(g):
+        return (f"{every} trained models memorize more than their theorems' counts" if len(g) > 1 else
+                f"The trained model ({names[0]}) memorizes more than its theorem's count")
+    parts = []
+    for group, verb in ((above, "more than"), (at, "exactly"), (below, "less than")):
+        if group:
+            parts.append(f"{_join(group)} memorize{'s' if len(group) == 1 else ''} {verb} "
+                         f"{'its count' if len(group) == 1 else 'their counts'}")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:]
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _flags(name: str, values: Sequence[bool]) -> list[bool]:
