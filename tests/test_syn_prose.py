@@ -196,3 +196,76 @@ def test_gains_clause_refuses_mismatched_names():
         sp.gains_clause([1.0, 2.0], ["A"])
     with pytest.raises(ValueError, match="gains must hold finite numbers >= 0"):
         sp.gains_clause([-1.0], ["A"])
+
+
+@pytest.mark.parametrize("failed, points, says", [
+    (8, 8, "so on these data"), (3, 8, "and on those tables"), (0, 8, "applies with its full count"),
+    (1, 1, "so on these data")])
+def test_assumption1_reading(failed, points, says):
+    assert says in sp.assumption1_reading(failed, points)
+
+
+def test_assumption1_reading_refuses_more_failures_than_points():
+    with pytest.raises(ValueError, match="failed must lie in \\[0, points\\]"):
+        sp.assumption1_reading(3, 2)
+
+
+@pytest.mark.parametrize("dh, heads, says", [
+    (0.0, 7.2, "buys far less"), (-0.1, 1.0, "buys far less"), (1.0, 1.0, "about as much"),
+    (3.0, 1.0, "far more"), (0.5, 0.0, "cannot compare"), (0.5, -0.2, "cannot compare")])
+def test_head_dim_verdict(dh, heads, says):
+    assert says in sp.head_dim_verdict(dh, heads)
+
+
+@pytest.mark.parametrize("sat, unsat, says", [
+    (0.6, 0.95, "shows Mahdavi et al.'s picture"), (0.48, 0.97, "no more than half"),
+    (0.7, 0.5, "served by saturated heads only"), (0.2, 0.5, "shows neither"), (0.5, 0.9, "shows neither")])
+def test_saturation_reading(sat, unsat, says):
+    assert says in sp.saturation_reading(sat, unsat)
+
+
+def test_robust_clause():
+    assert sp.robust_clause([0.97, 0.98]).startswith("In both architectures")
+    assert sp.robust_clause([0.97]).startswith("Almost no example")
+    assert sp.robust_clause([0.97, 0.9]).startswith("Not even the last feature")
+    with pytest.raises(ValueError, match="with_unsaturated must be a share"):
+        sp.robust_clause([1.5])
+
+
+@pytest.mark.parametrize("trained, says", [(0.26, "Dana et al.'s generic construction than"),
+                                           (0.5, "Mahdavi et al.'s saturating construction than"),
+                                           (0.335, "neither construction")])
+def test_closer_clause(trained, says):
+    assert sp.closer_clause(trained, 0.56, 0.11).startswith(says)
+
+
+@pytest.mark.parametrize("k, text", [(0, "No point falls below x"), (1, "1 point falls below x"),
+                                     (4, "4 points fall below x")])
+def test_short_points_clause_agrees(k, text):
+    assert sp.short_points_clause(k, "point", "points", "x") == text
+
+
+@pytest.mark.parametrize("alpha, word", [(2.0, "about quadratic"), (1.7, "about quadratic"),
+                                         (1.5, "between linear and quadratic"), (1.0, "about linear"),
+                                         (0.2, "slower than linear"), (-1.0, "slower than linear")])
+def test_growth_word_and_the_quadratic_verdict_share_a_threshold(alpha, word):
+    assert sp.growth_word(alpha) == word
+    quadratic = sp.quadratic_verdict([alpha, 0.5]).startswith("At least one")
+    assert quadratic == (word == "about quadratic")
+
+
+@pytest.mark.parametrize("a, b, says", [(3, 5, "starts lower"), (5, 5, "same capacity"), (6, 5, "starts higher")])
+def test_start_clause(a, b, says):
+    assert says in sp.start_clause(a, b)
+
+
+def test_steeper_and_cost_clauses():
+    assert "gains more" in sp.steeper_clause(1.2, 0.8)
+    assert "does not gain more" in sp.steeper_clause(0.8, 0.8)
+    assert "rise with" in sp.cost_clause([[1.0, 2.0], [0.5]])
+    assert "fall with" in sp.cost_clause([[-1.0], [-0.5, -0.1]])
+    assert "do not rise with $d_h$ throughout" in sp.cost_clause([[1.0, -2.0], [0.5]])
+    with pytest.raises(ValueError, match="at least one difference"):
+        sp.cost_clause([[]])
+    with pytest.raises(ValueError, match="slopes must be finite"):
+        sp.quadratic_verdict([])

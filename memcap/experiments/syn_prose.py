@@ -12,7 +12,13 @@ import math
 from typing import Sequence
 
 __all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
-           "ratio_phrase", "gains_clause", "majority_saturated_clause", "comparable_clause"]
+           "ratio_phrase", "gains_clause", "assumption1_reading", "head_dim_verdict", "majority_saturated_clause",
+           "comparable_clause", "saturation_reading", "robust_clause", "closer_clause", "short_points_clause",
+           "growth_word", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause", "quadratic_verdict"]
+
+QUADRATIC = 1.7
+"""A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and
+quadratic; 0.7 to 1.3: about linear)."""
 
 
 def _nonnegative_int(name: str, value: object) -> int:
@@ -247,3 +253,142 @@ def comparable_clause(model: str, memorized: bool, accuracy: float) -> str:
     return (f"{model} memorized no training set of its ladder entirely (best accuracy {accuracy:.3f}), so its "
             "statistics are not comparable with Mahdavi et al.'s Figure 3, which measures models trained to "
             "perfect memorization")
+
+
+def assumption1_reading(failed: int, points: int) -> str:
+    """What Mahdavi et al.'s theorem guarantees on the token tables, after "Assumption 1 fails at
+    ``failed`` of the ``points`` measured tables," (Remark 1 then guarantees one example)."""
+    failed, points = _nonnegative_int("failed", failed), _nonnegative_int("points", points)
+    if points == 0 or failed > points:
+        raise ValueError(f"failed must lie in [0, points] with points >= 1, got {failed} and {points}")
+    if failed == points:
+        return "so on these data their theorem guarantees one example"
+    if failed == 0:
+        return "so their theorem applies with its full count at every point"
+    return "and on those tables their theorem guarantees one example"
+
+
+def head_dim_verdict(dh_change: float, heads_change: float) -> str:
+    """Whether the head dimension buys as much capacity as the number of heads over the ranges swept:
+    ``dh_change`` and ``heads_change`` are relative changes of the capacity (0.5 = +50 %)."""
+    a, b = float(dh_change), float(heads_change)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"the changes must be finite, got {a} and {b}")
+    if b <= 0:
+        return ("The number of heads did not raise the capacity over its range here, so this sweep cannot "
+                "compare it with the head dimension")
+    if abs(a) < b / 2:
+        return ("The head dimension, which Dana et al.'s count rewards like the number of heads, buys far "
+                "less here than the number of heads")
+    if a > 2 * b:
+        return "The head dimension buys far more here than the number of heads"
+    return "The head dimension buys about as much here as the number of heads"
+
+
+def saturation_reading(saturated: float, with_unsaturated: float) -> str:
+    """A trained model's saturation against Mahdavi et al.'s picture (most head-example pairs saturated,
+    almost every example with an unsaturated head): shares in [0, 1]."""
+    a, b = _share("saturated", saturated), _share("with_unsaturated", with_unsaturated)
+    if a > 0.5 and b > 0.9:
+        return "shows Mahdavi et al.'s picture"
+    if b > 0.9:
+        return ("keeps almost every example with an unsaturated head, but no more than half of its "
+                "head-example pairs are saturated")
+    if a > 0.5:
+        return "has most of its head-example pairs saturated, but many examples are served by saturated heads only"
+    return "shows neither feature of Mahdavi et al.'s picture"
+
+
+def robust_clause(with_unsaturated: Sequence[float]) -> str:
+    """Whether almost every example keeps an unsaturated head in every trained model (shares in [0, 1])."""
+    shares = [_share("with_unsaturated", v) for v in _reals("with_unsaturated", with_unsaturated)]
+    if min(shares) > 0.9:
+        return ("In both architectures the one robust feature of Mahdavi et al.'s picture is the last: almost "
+                "no example is served by saturated heads only") if len(shares) == 2 else (
+                "Almost no example is served by saturated heads only")
+    return ("Not even the last feature of Mahdavi et al.'s picture holds in every model: some examples are "
+            "served by saturated heads only")
+
+
+def closer_clause(trained: float, saturating: float, generic: float) -> str:
+    """Which construction the trained AoT's share of saturated pairs is closer to: ``trained``,
+    ``saturating`` (Mahdavi et al.'s construction), ``generic`` (Dana et al.'s), shares in [0, 1]."""
+    t, m, g = _share("trained", trained), _share("saturating", saturating), _share("generic", generic)
+    dm, dg = abs(t - m), abs(t - g)
+    if math.isclose(dm, dg, abs_tol=1e-3):
+        return "neither construction: it lies as far from Mahdavi et al.'s as from Dana et al.'s"
+    if dm < dg:
+        return "Mahdavi et al.'s saturating construction than to Dana et al.'s generic one"
+    return "Dana et al.'s generic construction than to Mahdavi et al.'s saturating one"
+
+
+def short_points_clause(short: int, singular: str, plural: str, consequence: str) -> str:
+    """``'2 points of the conjecture fall below the rank it asks for'``, agreeing with ``short``, or the
+    sentence for none (``'No point of the conjecture falls below ...'``)."""
+    k = _nonnegative_int("short", short)
+    for name, value in (("singular", singular), ("plural", plural), ("consequence", consequence)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string")
+    if k == 0:
+        return f"No {singular} falls below {consequence}"
+    return f"1 {singular} falls below {consequence}" if k == 1 else f"{k} {plural} fall below {consequence}"
+
+
+def growth_word(alpha: float) -> str:
+    """How a fitted exponent ``alpha`` of capacity ~ d_h^alpha reads in prose (see :data:`QUADRATIC`)."""
+    alpha = float(alpha)
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}")
+    if alpha >= QUADRATIC:
+        return "about quadratic"
+    if alpha >= 1.3:
+        return "between linear and quadratic"
+    if alpha >= 0.7:
+        return "about linear"
+    return "slower than linear"
+
+
+def start_clause(shared_first: float, separate_first: float) -> str:
+    """The capacities at d_h = 1 of the AoT with a shared compression and of the AoT of Eq. (2)."""
+    a, b = _reals("capacities", [shared_first, separate_first])
+    if a < b:
+        return ("The shared compression starts lower, as expected: at $d_h = 1$ every head sees the same "
+                "one-dimensional projection of the tokens")
+    if a == b:
+        return "At $d_h = 1$ the two architectures start at the same capacity"
+    return "At $d_h = 1$ the shared compression starts higher, against expectation"
+
+
+def steeper_clause(shared_slope: float, separate_slope: float) -> str:
+    """Whether the shared compression's fitted exponent exceeds that of the AoT of Eq. (2)."""
+    a, b = float(shared_slope), float(separate_slope)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"the slopes must be finite, got {a} and {b}")
+    if a > b:
+        return ("and it gains more per unit of $d_h$: a curve that starts low and steepens is what a quadratic "
+                "fit to accuracies picks up")
+    return "and it does not gain more per unit of $d_h$"
+
+
+def cost_clause(steps: Sequence[Sequence[float]]) -> str:
+    """Whether the parameters per memorized example rise at every step of $d_h$ in every architecture:
+    ``steps`` holds, per architecture, the successive differences of parameters per example."""
+    rows = [[float(x) for x in r] for r in steps]
+    if not rows or not all(rows):
+        raise ValueError("steps must hold at least one difference per architecture")
+    if all(x > 0 for r in rows for x in r):
+        return ("wider heads do not pay for themselves in either architecture at this size: the parameters per "
+                "memorized example rise with $d_h$")
+    if all(x < 0 for r in rows for x in r):
+        return "wider heads pay for themselves at this size: the parameters per memorized example fall with $d_h$"
+    return "the parameters per memorized example do not rise with $d_h$ throughout"
+
+
+def quadratic_verdict(slopes: Sequence[float]) -> str:
+    """Whether any architecture's capacity grows about quadratically in d_h (exponent >= :data:`QUADRATIC`)."""
+    values = [float(v) for v in slopes]
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"slopes must be finite numbers, at least one, got {slopes!r}")
+    if max(values) < QUADRATIC:
+        return "Neither architecture's capacity grows quadratically in $d_h$ at this size"
+    return "At least one architecture's capacity grows about quadratically in $d_h$"
