@@ -1,12 +1,12 @@
 """Mahdavi et al.'s assumptions on real models and real data, offline: their Table 1, Figure 1 and Table 3.
 
-The paper (Sec. 5.1 and App. J) feeds 2000 ImageNet images through a ViT and 2000 Wikipedia passages
-through BERT and GPT-2, and tests Assumptions 1-3 and general position on the token matrices after the
-embedding (layer 0) and after the first layer. This module does the same with what a fresh machine has
-without downloading anything (:mod:`memcap.realdata`): scikit-learn's 8 x 8 digits and a small ViT
-(:mod:`memcap.vit`) for Table 1 and Figure 1; the Python Language Reference text, a small GPT-like model
-trained here and the pretrained all-MiniLM-L6-v2 encoder shipped in a PyPI wheel (:mod:`memcap.textmodels`)
-for Table 3.
+The paper (Sec. 5.1 and App. J) feeds 2000 ImageNet images through a ViT and Wikipedia passages through BERT
+and GPT-2 (how many passages, and which GPT-2, it does not say), and tests Assumptions 1-3 and general
+position on the token matrices after the embedding (layer 0) and after the first layer. This module does the
+same with what a fresh machine has without downloading anything (:mod:`memcap.realdata`): scikit-learn's 8 x 8
+digits and a small ViT (:mod:`memcap.vit`) for Table 1 and Figure 1; the Python Language Reference text, a
+small GPT-like model trained here and the pretrained all-MiniLM-L6-v2 encoder shipped in a PyPI wheel
+(:mod:`memcap.textmodels`) for Table 3.
 
 :data:`PAPER` holds the paper's numbers we compare with (facts from the paper, cited in the book);
 :data:`QUICK` and :data:`PAPER_PROFILE` are the two profiles (``MEMCAP_PROFILE`` picks one, see
@@ -60,7 +60,12 @@ PAPER = {
     },
 }
 """The numbers of Mahdavi et al. (ICLR 2024) that the book compares with: sizes (Sec. 5.1, App. J),
-verdicts of Table 1 and Table 3, BERT's Kruskal-rank estimates (291 trained, 349 random; App. J)."""
+verdicts of Table 1 and Table 3, BERT's Kruskal-rank estimates (291 trained, 349 random; App. J).
+
+Not in the paper's text, and marked as the book's choices where the book uses them: the number of text
+examples (2000, the number of ImageNet images of Sec. 5.1), GPT-2's size (GPT-2 large's n = 1024,
+d = 1280; the paper says only "GPT2") and ``fig1_step`` (the step in k of Figure 1's curve). BERT's
+n/d = 512/1024 is stated (App. J)."""
 
 QUICK = {
     "seed": 0,
@@ -84,7 +89,8 @@ PAPER_PROFILE = {
     "tests": {"subsets": 5000, "kruskal_subsets": 5000, "fig1_step": 10, "fig1_subsets": 5000, "threshold": 0.99},
 }
 """Paper-like profile (for a GPU): ViT-Base's geometry (digits upsampled to 224 x 224, 16 x 16 patches,
-so n = 197, d = 768, 12 layers), a GPT-like model at GPT-2 large's n = 1024, d = 1280, and MiniLM at
+so n = 197, d = 768, 12 layers), a GPT-like model at GPT-2 large's n = 1024, d = 1280 (the book's choice
+of GPT-2), and MiniLM at
 BERT-large's ratio n/d = 1/2 (n = 192, d = 384)."""
 
 

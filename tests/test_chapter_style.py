@@ -85,3 +85,37 @@ def test_check_only_detection():
     assert not _is_check_only("%matplotlib inline")
     assert _is_check_only("for k in ks:\n    assert k > 0")
     assert not _is_check_only("for k in ks:\n    print(k)")
+
+
+GLUE_TEXT_CALLS = {"glue", "glue_md", "Markdown"}
+
+
+def _bold_in_glued_strings(source: str) -> list[str]:
+    """String literals holding ``**`` inside glue(...), glue_md(...) or Markdown(...) calls of a cell."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in GLUE_TEXT_CALLS:
+                found += [s.value for arg in node.args for s in ast.walk(arg)
+                          if isinstance(s, ast.Constant) and isinstance(s.value, str) and "**" in s.value]
+    return found
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_generated_clauses_are_not_bolded(doc):
+    bold = [s for cell in _cells(doc) for s in _bold_in_glued_strings(cell.source)]
+    assert not bold, (f"{doc}: a generated clause is bolded ({bold[0]!r}); a glued sentence sits inside a "
+                      "paragraph, where bold belongs to the prose around it, not to a whole clause")
+
+
+def test_bold_detection():
+    assert _bold_in_glued_strings("glue('k', '**All** hold', display=False)")
+    assert _bold_in_glued_strings("glue_md('k', 'x' if a else f'**{n}** fail')")
+    assert not _bold_in_glued_strings("glue('k', n ** 2, display=False)")
+    assert not _bold_in_glued_strings("text = '**bold** outside glue'")

@@ -1,0 +1,394 @@
+"""Part III's generated clauses: the sentences that state what a sweep found, decided from its numbers.
+
+A clause glued into a chapter must stay true whatever the results are (quick profile, cached paper results,
+a failed run). Each function here takes the numbers a sentence rests on and returns the sentence for every
+case that can occur: no point, one point, all points, some points, equal values, opposite outcomes. The
+chapters of Part III paste them with ``{glue:md}`` (math in ``$...$``); ``tests/test_syn_prose.py``
+checks each case.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+__all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
+           "ratio_phrase", "gains_clause", "assumption1_reading", "head_dim_verdict", "majority_saturated_clause",
+           "comparable_clause", "saturation_reading", "robust_clause", "closer_clause", "short_points_clause",
+           "growth_word", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause", "quadratic_verdict"]
+
+QUADRATIC = 1.7
+"""A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and
+quadratic; 0.7 to 1.3: about linear)."""
+
+
+def _nonnegative_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
+            isinstance(value, float) and value.is_integer()):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def _reals(name: str, values: Sequence[float], *, positive: bool = False) -> list[float]:
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of real numbers, got {values!r}") from None
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    for v in out:
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise ValueError(f"{name} must hold finite numbers {'> 0' if positive else '>= 0'}, got {v}")
+    return out
+
+
+def _share(name: str, value: float) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a share in [0, 1], got {value}")
+    return value
+
+
+def count_noun(count: int, singular: str, plural: str | None = None) -> str:
+    """``(1, 'point') -> '1 point'``, ``(3, 'point') -> '3 points'``: a count with its noun agreeing."""
+    count = _nonnegative_int("count", count)
+    if not isinstance(singular, str) or not singular:
+        raise ValueError("singular must be a non-empty string")
+    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
+
+
+def number(value: float) -> str:
+    """A measured count for prose: ``12.0 -> '12'``, ``12.5 -> '12.5'`` (a mean over seeds)."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"value must be finite, got {value}")
+    return f"{value:.0f}" if value == round(value) else f"{value:.1f}"
+
+
+def _factor(ratios: list[float]) -> str:
+    low, high = f"{min(ratios):.1f}", f"{max(ratios):.1f}"
+    return f"by a factor of {low}" if low == high else f"by a factor between {low} and {high}"
+
+
+def exceeds_clause(measured: Sequence[float], counts: Sequence[int], names: Sequence[str],
+                   count_name: str) -> str:
+    """How a measured capacity compares with a theorem's count over the points of a sweep.
+
+    ``measured`` (P,) capacities, ``counts`` (P,) the counts that apply (> 0), ``names`` (P,) each point in
+    Markdown (``'$H = 1$'``), ``count_name`` e.g. ``"Dana et al.'s count"``. The clause follows "the measured
+    capacity": the factor range is over the points that exceed the count only, the largest factor says
+    whether it comes from the smallest count, and every point that does not exceed is named with its
+    numbers (a point where nothing was memorized says so).
+    """
+    m = _reals("measured", measured)
+    c = _reals("counts", counts, positive=True)
+    if not isinstance(names, Sequence) or isinstance(names, str) or not all(isinstance(s, str) for s in names):
+        raise TypeError("names must be a sequence of strings")
+    if not len(m) == len(c) == len(names):
+        raise ValueError(f"measured, counts and names must have one entry per point, got {len(m)}, {len(c)} "
+                         f"and {len(names)}")
+    if not isinstance(count_name, str) or not count_name:
+        raise ValueError("count_name must be a non-empty string")
+    ratio = [a / b for a, b in zip(m, c)]
+    above = [i for i, r in enumerate(ratio) if r > 1]
+    rest = [i for i, r in enumerate(ratio) if r <= 1]
+    P = len(m)
+    if len(above) == P:
+        where = ("at the one point measured" if P == 1 else "at both points" if P == 2 else
+                 f"at every one of the {P} points")
+    elif above:
+        where = f"at {len(above)} of the {count_noun(P, 'point')}"
+    else:
+        where = ("at the one point measured" if P == 1 else "at either point" if P == 2 else
+                 f"at any of the {P} points")
+    parts = [("exceeds " if above else "does not exceed ") + f"{count_name} {where}"]
+    if above:
+        parts[0] += ", " + _factor([ratio[i] for i in above]) + (" there" if rest else "")
+    if len(above) > 1:
+        top = max(above, key=lambda i: ratio[i])
+        smallest = min(c[i] for i in above)
+        parts.append(f"the largest factor, {ratio[top]:.1f}, is at {names[top]}, "
+                     + (f"where the count is the smallest, {number(c[top])}" if c[top] == smallest
+                        else f"where the count is {number(c[top])}"))
+    if rest:
+        def fate(i: int) -> str:
+            if m[i] == 0:
+                return f"at {names[i]} training memorized nothing (count {number(c[i])})"
+            if m[i] == c[i]:
+                return f"at {names[i]} it equals the count, {number(c[i])}"
+            return f"at {names[i]} it stays below the count ({number(m[i])} against {number(c[i])})"
+        parts.append("; ".join(fate(i) for i in rest))
+    return "; ".join(parts)
+
+
+def proof_gap_clause(beyond: Sequence[bool], context_size: int) -> str:
+    """What the exact-regression runs show about who owns the gap between counts and measurements.
+
+    ``beyond`` (K,): for each number of heads tried, whether training fitted more real labels exactly than
+    Mahdavi et al.'s count; ``context_size``: the one n of these runs. The runs show that *some* of the gap
+    is the proofs' (at this size), never how much.
+    """
+    flags = _flags("beyond", beyond)
+    n = _nonnegative_int("context_size", context_size)
+    k, K = sum(flags), len(flags)
+    size = f"at one size, $n = {n}$"
+    if k == 0:
+        return (f"{size}, exact fits of real labels do not go beyond Mahdavi et al.'s count for any number of "
+                "heads tried, so these runs do not show that any of the gap belongs to the proofs")
+    which = ("for the one number of heads tried" if K == 1 else
+             "for every number of heads tried" if k == K else
+             f"for {k} of the {K} numbers of heads tried")
+    return (f"{size}, exact fits of real labels go beyond Mahdavi et al.'s count {which}, so some of the gap "
+            "belongs to the proofs, which fix the attention before looking at the labels; how much, one size "
+            "does not say")
+
+
+def exact_reading(beyond: Sequence[bool]) -> str:
+    """The sentence after the exact-regression result: what Proposition 2 of Mahdavi et al. bounds, and what
+    the runs add (``beyond`` as in :func:`proof_gap_clause`)."""
+    flags = _flags("beyond", beyond)
+    head = "Proposition 2 of Mahdavi et al. bounds the rank of the features, not what the layer memorizes"
+    if all(flags):
+        return head + ", and at this size training goes beyond it: part of the gap is the proofs'"
+    if any(flags):
+        return (head + f", and at this size training goes beyond it for {sum(flags)} of the "
+                f"{count_noun(len(flags), 'number')} of heads")
+    return head + " (the proposition above), but at this size training does not go beyond it"
+
+
+def beyond_clause(beyond: Sequence[bool], count_name: str) -> str:
+    """For how many of the numbers of heads tried training fitted more labels than ``count_name``
+    (``beyond`` as in :func:`proof_gap_clause`); follows "fits real labels exactly"."""
+    flags = _flags("beyond", beyond)
+    if not isinstance(count_name, str) or not count_name:
+        raise ValueError("count_name must be a non-empty string")
+    k, K = sum(flags), len(flags)
+    if K == 1:
+        return f"{'beyond' if k else 'not beyond'} {count_name} for the one number of heads tried"
+    if k == K:
+        return f"beyond {count_name} for every number of heads tried"
+    if k == 0:
+        return f"beyond {count_name} for none of the {K} numbers of heads tried"
+    return f"beyond {count_name} for {k} of the {K} numbers of heads tried"
+
+
+def ratio_phrase(ratio: float, *, more: str, less: str, same: str, band: tuple[float, float] = (0.8, 1.25)) -> str:
+    """``more`` if ``ratio`` > band[1], ``less`` if ``ratio`` < band[0], else ``same``: a measured ratio of
+    two capacities read with a margin, so that a small difference is not read as a preference."""
+    ratio = float(ratio)
+    if not math.isfinite(ratio) or ratio < 0:
+        raise ValueError(f"ratio must be a finite number >= 0, got {ratio}")
+    low, high = (float(b) for b in band)
+    if not 0 < low <= 1 <= high:
+        raise ValueError(f"band must satisfy 0 < band[0] <= 1 <= band[1], got {band}")
+    return more if ratio > high else less if ratio < low else same
+
+
+def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
+    """How trained models compare with their theorems' counts: ``gains`` (M,) capacity / count per model,
+    ``names`` (M,) e.g. ``['the attention layer', 'the AoT']``. 'More' means a ratio above 1; a ratio of
+    exactly 1 reaches the count."""
+    g = _reals("gains", gains)
+    if not isinstance(names, Sequence) or isinstance(names, str) or len(names) != len(g) or not all(
+            isinstance(n, str) and n for n in names):
+        raise ValueError("names must hold one non-empty name per gain")
+    above = [n for n, x in zip(names, g) if x > 1]
+    at = [n for n, x in zip(names, g) if x == 1]
+    below = [n for n, x in zip(names, g) if x < 1]
+    every = "Both" if len(g) == 2 else "Every one of the"
+    if len(above) == len(g):
+        return (f"{every} trained models memorize more than their theorems' counts" if len(g) > 1 else
+                f"The trained model ({names[0]}) memorizes more than its theorem's count")
+    parts = []
+    for group, verb in ((above, "more than"), (at, "exactly"), (below, "less than")):
+        if group:
+            parts.append(f"{_join(group)} memorize{'s' if len(group) == 1 else ''} {verb} "
+                         f"{'its count' if len(group) == 1 else 'their counts'}")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:]
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _flags(name: str, values: Sequence[bool]) -> list[bool]:
+    try:
+        flags = [bool(v) for v in values]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of booleans, got {values!r}") from None
+    if not flags:
+        raise ValueError(f"{name} must not be empty")
+    return flags
+
+
+def majority_saturated_clause(first: str, first_share: float, second: str, second_share: float) -> str:
+    """Whether most head-example pairs are saturated, in each of two models: the sentence agrees with the two
+    shares it prints (``first_share``, ``second_share`` in [0, 1]; 'most' means more than half)."""
+    a, b = _share("first_share", first_share), _share("second_share", second_share)
+    for name, value in (("first", first), ("second", second)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty model name")
+    pa, pb = f"{100 * a:.0f} %", f"{100 * b:.0f} %"
+    if (a > 0.5) and (b > 0.5):
+        return f"Most head-example pairs are saturated in both models ({first} {pa}, {second} {pb})"
+    if not (a > 0.5) and not (b > 0.5):
+        return f"In neither model are most head-example pairs saturated ({first} {pa}, {second} {pb})"
+    yes, no = ((first, pa), (second, pb)) if a > 0.5 else ((second, pb), (first, pa))
+    return (f"Most head-example pairs are saturated in {yes[0]} ({yes[1]}) but not in {no[0]} ({no[1]}): on "
+            "this point the two models differ")
+
+
+def comparable_clause(model: str, memorized: bool, accuracy: float) -> str:
+    """Whether a trained model's saturation can be set beside Mahdavi et al.'s Figure 3, which measures models
+    trained to perfect memorization; empty when it can (``accuracy`` in [0, 1] on its training set)."""
+    if not isinstance(model, str) or not model:
+        raise ValueError("model must be a non-empty model name")
+    accuracy = _share("accuracy", accuracy)
+    if memorized:
+        if accuracy != 1.0:
+            raise ValueError(f"a memorized training set has accuracy 1, got {accuracy}")
+        return ""
+    return (f"{model} memorized no training set of its ladder entirely (best accuracy {accuracy:.3f}), so its "
+            "statistics are not comparable with Mahdavi et al.'s Figure 3, which measures models trained to "
+            "perfect memorization")
+
+
+def assumption1_reading(failed: int, points: int) -> str:
+    """What Mahdavi et al.'s theorem guarantees on the token tables, after "Assumption 1 fails at
+    ``failed`` of the ``points`` measured tables," (Remark 1 then guarantees one example)."""
+    failed, points = _nonnegative_int("failed", failed), _nonnegative_int("points", points)
+    if points == 0 or failed > points:
+        raise ValueError(f"failed must lie in [0, points] with points >= 1, got {failed} and {points}")
+    if failed == points:
+        return "so on these data their theorem guarantees one example"
+    if failed == 0:
+        return "so their theorem applies with its full count at every point"
+    return "and on those tables their theorem guarantees one example"
+
+
+def head_dim_verdict(dh_change: float, heads_change: float) -> str:
+    """Whether the head dimension buys as much capacity as the number of heads over the ranges swept:
+    ``dh_change`` and ``heads_change`` are relative changes of the capacity (0.5 = +50 %)."""
+    a, b = float(dh_change), float(heads_change)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"the changes must be finite, got {a} and {b}")
+    if b <= 0:
+        return ("The number of heads did not raise the capacity over its range here, so this sweep cannot "
+                "compare it with the head dimension")
+    if abs(a) < b / 2:
+        return ("The head dimension, which Dana et al.'s count rewards like the number of heads, buys far "
+                "less here than the number of heads")
+    if a > 2 * b:
+        return "The head dimension buys far more here than the number of heads"
+    return "The head dimension buys about as much here as the number of heads"
+
+
+def saturation_reading(saturated: float, with_unsaturated: float) -> str:
+    """A trained model's saturation against Mahdavi et al.'s picture (most head-example pairs saturated,
+    almost every example with an unsaturated head): shares in [0, 1]."""
+    a, b = _share("saturated", saturated), _share("with_unsaturated", with_unsaturated)
+    if a > 0.5 and b > 0.9:
+        return "shows Mahdavi et al.'s picture"
+    if b > 0.9:
+        return ("keeps almost every example with an unsaturated head, but no more than half of its "
+                "head-example pairs are saturated")
+    if a > 0.5:
+        return "has most of its head-example pairs saturated, but many examples are served by saturated heads only"
+    return "shows neither feature of Mahdavi et al.'s picture"
+
+
+def robust_clause(with_unsaturated: Sequence[float]) -> str:
+    """Whether almost every example keeps an unsaturated head in every trained model (shares in [0, 1])."""
+    shares = [_share("with_unsaturated", v) for v in _reals("with_unsaturated", with_unsaturated)]
+    if min(shares) > 0.9:
+        return ("In both architectures the one robust feature of Mahdavi et al.'s picture is the last: almost "
+                "no example is served by saturated heads only") if len(shares) == 2 else (
+                "Almost no example is served by saturated heads only")
+    return ("Not even the last feature of Mahdavi et al.'s picture holds in every model: some examples are "
+            "served by saturated heads only")
+
+
+def closer_clause(trained: float, saturating: float, generic: float) -> str:
+    """Which construction the trained AoT's share of saturated pairs is closer to: ``trained``,
+    ``saturating`` (Mahdavi et al.'s construction), ``generic`` (Dana et al.'s), shares in [0, 1]."""
+    t, m, g = _share("trained", trained), _share("saturating", saturating), _share("generic", generic)
+    dm, dg = abs(t - m), abs(t - g)
+    if math.isclose(dm, dg, abs_tol=1e-3):
+        return "neither construction: it lies as far from Mahdavi et al.'s as from Dana et al.'s"
+    if dm < dg:
+        return "Mahdavi et al.'s saturating construction than to Dana et al.'s generic one"
+    return "Dana et al.'s generic construction than to Mahdavi et al.'s saturating one"
+
+
+def short_points_clause(short: int, singular: str, plural: str, consequence: str) -> str:
+    """``'2 points of the conjecture fall below the rank it asks for'``, agreeing with ``short``, or the
+    sentence for none (``'No point of the conjecture falls below ...'``)."""
+    k = _nonnegative_int("short", short)
+    for name, value in (("singular", singular), ("plural", plural), ("consequence", consequence)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string")
+    if k == 0:
+        return f"No {singular} falls below {consequence}"
+    return f"1 {singular} falls below {consequence}" if k == 1 else f"{k} {plural} fall below {consequence}"
+
+
+def growth_word(alpha: float) -> str:
+    """How a fitted exponent ``alpha`` of capacity ~ d_h^alpha reads in prose (see :data:`QUADRATIC`)."""
+    alpha = float(alpha)
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}")
+    if alpha >= QUADRATIC:
+        return "about quadratic"
+    if alpha >= 1.3:
+        return "between linear and quadratic"
+    if alpha >= 0.7:
+        return "about linear"
+    return "slower than linear"
+
+
+def start_clause(shared_first: float, separate_first: float) -> str:
+    """The capacities at d_h = 1 of the AoT with a shared compression and of the AoT of Eq. (2)."""
+    a, b = _reals("capacities", [shared_first, separate_first])
+    if a < b:
+        return ("The shared compression starts lower, as expected: at $d_h = 1$ every head sees the same "
+                "one-dimensional projection of the tokens")
+    if a == b:
+        return "At $d_h = 1$ the two architectures start at the same capacity"
+    return "At $d_h = 1$ the shared compression starts higher, against expectation"
+
+
+def steeper_clause(shared_slope: float, separate_slope: float) -> str:
+    """Whether the shared compression's fitted exponent exceeds that of the AoT of Eq. (2)."""
+    a, b = float(shared_slope), float(separate_slope)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"the slopes must be finite, got {a} and {b}")
+    if a > b:
+        return ("and it gains more per unit of $d_h$: a curve that starts low and steepens is what a quadratic "
+                "fit to accuracies picks up")
+    return "and it does not gain more per unit of $d_h$"
+
+
+def cost_clause(steps: Sequence[Sequence[float]]) -> str:
+    """Whether the parameters per memorized example rise at every step of $d_h$ in every architecture:
+    ``steps`` holds, per architecture, the successive differences of parameters per example."""
+    rows = [[float(x) for x in r] for r in steps]
+    if not rows or not all(rows):
+        raise ValueError("steps must hold at least one difference per architecture")
+    if all(x > 0 for r in rows for x in r):
+        return ("wider heads do not pay for themselves in either architecture at this size: the parameters per "
+                "memorized example rise with $d_h$")
+    if all(x < 0 for r in rows for x in r):
+        return "wider heads pay for themselves at this size: the parameters per memorized example fall with $d_h$"
+    return "the parameters per memorized example do not rise with $d_h$ throughout"
+
+
+def quadratic_verdict(slopes: Sequence[float]) -> str:
+    """Whether any architecture's capacity grows about quadratically in d_h (exponent >= :data:`QUADRATIC`)."""
+    values = [float(v) for v in slopes]
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"slopes must be finite numbers, at least one, got {slopes!r}")
+    if max(values) < QUADRATIC:
+        return "Neither architecture's capacity grows quadratically in $d_h$ at this size"
+    return "At least one architecture's capacity grows about quadratically in $d_h$"

@@ -1,0 +1,271 @@
+"""Part III's generated clauses (memcap.experiments.syn_prose): each case a sentence can meet, and that the
+sentence agrees with the numbers it is built from."""
+import re
+
+import pytest
+
+from memcap.experiments import syn_prose as sp
+
+NAME = "Dana et al.'s count"
+
+
+def factors(text):
+    """The factors a clause quotes, as floats."""
+    return [float(x) for x in re.findall(r"factor (?:of|between) ([0-9.]+)(?: and ([0-9.]+))?", text)[0] if x]
+
+
+@pytest.mark.parametrize("count, noun, text", [(0, "point", "0 points"), (1, "point", "1 point"),
+                                               (3, "point", "3 points"),
+                                               (1, "axis", "1 axis")])
+def test_count_noun_agrees(count, noun, text):
+    assert sp.count_noun(count, noun) == text
+    assert sp.count_noun(2, "axis", "axes") == "2 axes"
+
+
+def test_count_noun_refuses_bad_counts():
+    with pytest.raises(ValueError, match="count must be >= 0"):
+        sp.count_noun(-1, "point")
+    with pytest.raises(TypeError, match="count must be an integer"):
+        sp.count_noun(1.5, "point")
+    with pytest.raises(TypeError, match="count must be an integer"):
+        sp.count_noun(True, "point")
+
+
+def test_number_writes_counts_and_means():
+    assert sp.number(12.0) == "12" and sp.number(12.5) == "12.5" and sp.number(0) == "0"
+    with pytest.raises(ValueError, match="value must be finite"):
+        sp.number(float("nan"))
+
+
+def test_exceeds_all_points_range_over_all_and_smallest_count():
+    text = sp.exceeds_clause([6, 8, 30], [3, 4, 5], ["$H = 1$", "$H = 2$", "$H = 4$"], NAME)
+    assert text.startswith(f"exceeds {NAME} at every one of the 3 points, by a factor between 2.0 and 6.0")
+    assert "the largest factor, 6.0, is at $H = 4$, where the count is 5" in text
+    assert "smallest" not in text and "below" not in text and "nothing" not in text
+
+
+def test_exceeds_names_the_smallest_count_when_it_gives_the_largest_factor():
+    text = sp.exceeds_clause([20, 8], [3, 4], ["$n = 2$", "$n = 3$"], NAME)
+    assert "at both points" in text
+    assert "the largest factor, 6.7, is at $n = 2$, where the count is the smallest, 3" in text
+
+
+def test_a_failed_point_is_outside_the_range_and_named():
+    text = sp.exceeds_clause([0, 12, 45], [9, 3, 3], ["$H = 1$", "$H = 2$", "$H = 4$"], NAME)
+    assert text.startswith(f"exceeds {NAME} at 2 of the 3 points, by a factor between 4.0 and 15.0 there")
+    assert min(factors(text)) > 1                      # the 0 is not inside an "exceeds" range
+    assert "at $H = 1$ training memorized nothing (count 9)" in text
+
+
+def test_points_equal_to_or_below_the_count_are_named_with_their_numbers():
+    text = sp.exceeds_clause([3, 2, 8], [3, 4, 4], ["a", "b", "c"], NAME)
+    assert "at 1 of the 3 points, by a factor of 2.0 there" in text
+    assert "at a it equals the count, 3" in text
+    assert "at b it stays below the count (2 against 4)" in text
+    assert "largest factor" not in text               # one exceeding point: nothing to single out
+
+
+def test_no_point_exceeds():
+    text = sp.exceeds_clause([1, 2], [3, 4], ["a", "b"], NAME)
+    assert text.startswith(f"does not exceed {NAME} at either point")
+    assert "factor" not in text and "b it stays below the count (2 against 4)" in text
+
+
+@pytest.mark.parametrize("measured, verdict", [([5], "exceeds"), ([3], "does not exceed"), ([0], "does not exceed")])
+def test_one_point(measured, verdict):
+    text = sp.exceeds_clause(measured, [3], ["$H = 1$"], NAME)
+    assert text.startswith(f"{verdict} {NAME} at the one point measured")
+    assert ("factor of 1.7" in text) == (measured[0] == 5)
+    assert "largest" not in text
+
+
+def test_equal_factors_are_one_factor_not_a_range():
+    text = sp.exceeds_clause([6, 8], [3, 4], ["a", "b"], NAME)
+    assert "by a factor of 2.0" in text and "between" not in text
+
+
+def test_means_over_seeds_are_written_with_a_decimal():
+    assert "(2.5 against 4)" in sp.exceeds_clause([2.5, 9], [4, 3], ["a", "b"], NAME)
+
+
+@pytest.mark.parametrize("args, error, match", [
+    (([], [], [], NAME), ValueError, "measured must not be empty"),
+    (([1, 2], [3], ["a", "b"], NAME), ValueError, "one entry per point"),
+    (([1], [0], ["a"], NAME), ValueError, "counts must hold finite numbers > 0"),
+    (([-1], [3], ["a"], NAME), ValueError, "measured must hold finite numbers >= 0"),
+    (([float("nan")], [3], ["a"], NAME), ValueError, "measured must hold finite numbers"),
+    (([1], [3], "a", NAME), TypeError, "names must be a sequence of strings"),
+    (([1], [3], ["a"], ""), ValueError, "count_name must be a non-empty string"),
+    ((["x"], [3], ["a"], NAME), TypeError, "measured must be a sequence of real numbers"),
+])
+def test_exceeds_clause_refuses_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        sp.exceeds_clause(*args)
+
+
+@pytest.mark.parametrize("beyond, says", [
+    ([True, True, True], "for every number of heads tried, so some of the gap belongs to the proofs"),
+    ([True, False, False], "for 1 of the 3 numbers of heads tried, so some of the gap"),
+    ([True], "for the one number of heads tried"),
+    ([False, False], "do not go beyond Mahdavi et al.'s count for any number of heads tried"),
+])
+def test_proof_gap_clause_says_some_never_much(beyond, says):
+    text = sp.proof_gap_clause(beyond, 2)
+    assert says in text and "$n = 2$" in text
+    assert "much of the gap" not in text
+    assert ("how much, one size does not say" in text) == any(beyond)
+
+
+def test_exact_reading_follows_the_runs():
+    assert sp.exact_reading([True, True]).endswith("training goes beyond it: part of the gap is the proofs'")
+    assert "for 1 of the 2 numbers of heads" in sp.exact_reading([False, True])
+    assert sp.exact_reading([False]).endswith("training does not go beyond it")
+    with pytest.raises(ValueError, match="beyond must not be empty"):
+        sp.exact_reading([])
+    with pytest.raises(TypeError, match="beyond must be a sequence of booleans"):
+        sp.proof_gap_clause(3, 2)
+
+
+@pytest.mark.parametrize("a, b, says", [
+    (0.59, 0.26, "saturated in MHA (59 %) but not in AoT (26 %): on this point the two models differ"),
+    (0.26, 0.59, "saturated in AoT (59 %) but not in MHA (26 %)"),
+    (0.6, 0.7, "saturated in both models (MHA 60 %, AoT 70 %)"),
+    (0.2, 0.5, "In neither model are most head-example pairs saturated (MHA 20 %, AoT 50 %)"),
+    (0.5, 0.5, "In neither model"),
+])
+def test_majority_saturated_clause_agrees_with_its_shares(a, b, says):
+    text = sp.majority_saturated_clause("MHA", a, "AoT", b)
+    assert says in text
+    assert ("differ" in text) == ((a > 0.5) != (b > 0.5))
+
+
+def test_majority_saturated_clause_refuses_shares_outside_0_1():
+    with pytest.raises(ValueError, match="first_share must be a share in \\[0, 1\\]"):
+        sp.majority_saturated_clause("MHA", 59, "AoT", 0.2)
+    with pytest.raises(ValueError, match="second must be a non-empty model name"):
+        sp.majority_saturated_clause("MHA", 0.5, "", 0.2)
+
+
+def test_comparable_clause():
+    assert sp.comparable_clause("The layer", True, 1.0) == ""
+    text = sp.comparable_clause("The layer", False, 0.982)
+    assert "best accuracy 0.982" in text and "not comparable with Mahdavi et al.'s Figure 3" in text
+    with pytest.raises(ValueError, match="accuracy 1"):
+        sp.comparable_clause("The layer", True, 0.9)
+    with pytest.raises(ValueError, match="accuracy must be a share"):
+        sp.comparable_clause("The layer", False, 1.5)
+
+
+@pytest.mark.parametrize("beyond, text", [
+    ([True, True, True], "beyond X for every number of heads tried"),
+    ([True, False, True], "beyond X for 2 of the 3 numbers of heads tried"),
+    ([False, False], "beyond X for none of the 2 numbers of heads tried"),
+    ([True], "beyond X for the one number of heads tried"),
+    ([False], "not beyond X for the one number of heads tried"),
+])
+def test_beyond_clause(beyond, text):
+    assert sp.beyond_clause(beyond, "X") == text
+
+
+@pytest.mark.parametrize("ratio, word", [(0.5, "less"), (0.8, "same"), (1.0, "same"), (1.25, "same"),
+                                         (1.3, "more"), (0.0, "less")])
+def test_ratio_phrase_reads_a_ratio_with_a_margin(ratio, word):
+    assert sp.ratio_phrase(ratio, more="more", less="less", same="same") == word
+
+
+def test_ratio_phrase_refuses_bad_input():
+    with pytest.raises(ValueError, match="ratio must be a finite number >= 0"):
+        sp.ratio_phrase(float("inf"), more="a", less="b", same="c")
+    with pytest.raises(ValueError, match="band must satisfy"):
+        sp.ratio_phrase(1.0, more="a", less="b", same="c", band=(1.1, 2.0))
+
+
+@pytest.mark.parametrize("gains, text", [
+    ([4.4, 1.3], "Both trained models memorize more than their theorems' counts"),
+    ([2.0], "The trained model (A) memorizes more than its theorem's count"),
+    ([2.0, 0.5], "A memorizes more than its count; B memorizes less than its count"),
+    ([1.0, 3.0], "B memorizes more than its count; A memorizes exactly its count"),
+    ([0.5, 0.0], "A and B memorize less than their counts"),
+])
+def test_gains_clause_agrees_with_each_gain(gains, text):
+    assert sp.gains_clause(gains, ["A", "B"][:len(gains)]) == text
+
+
+def test_gains_clause_refuses_mismatched_names():
+    with pytest.raises(ValueError, match="one non-empty name per gain"):
+        sp.gains_clause([1.0, 2.0], ["A"])
+    with pytest.raises(ValueError, match="gains must hold finite numbers >= 0"):
+        sp.gains_clause([-1.0], ["A"])
+
+
+@pytest.mark.parametrize("failed, points, says", [
+    (8, 8, "so on these data"), (3, 8, "and on those tables"), (0, 8, "applies with its full count"),
+    (1, 1, "so on these data")])
+def test_assumption1_reading(failed, points, says):
+    assert says in sp.assumption1_reading(failed, points)
+
+
+def test_assumption1_reading_refuses_more_failures_than_points():
+    with pytest.raises(ValueError, match="failed must lie in \\[0, points\\]"):
+        sp.assumption1_reading(3, 2)
+
+
+@pytest.mark.parametrize("dh, heads, says", [
+    (0.0, 7.2, "buys far less"), (-0.1, 1.0, "buys far less"), (1.0, 1.0, "about as much"),
+    (3.0, 1.0, "far more"), (0.5, 0.0, "cannot compare"), (0.5, -0.2, "cannot compare")])
+def test_head_dim_verdict(dh, heads, says):
+    assert says in sp.head_dim_verdict(dh, heads)
+
+
+@pytest.mark.parametrize("sat, unsat, says", [
+    (0.6, 0.95, "shows Mahdavi et al.'s picture"), (0.48, 0.97, "no more than half"),
+    (0.7, 0.5, "served by saturated heads only"), (0.2, 0.5, "shows neither"), (0.5, 0.9, "shows neither")])
+def test_saturation_reading(sat, unsat, says):
+    assert says in sp.saturation_reading(sat, unsat)
+
+
+def test_robust_clause():
+    assert sp.robust_clause([0.97, 0.98]).startswith("In both architectures")
+    assert sp.robust_clause([0.97]).startswith("Almost no example")
+    assert sp.robust_clause([0.97, 0.9]).startswith("Not even the last feature")
+    with pytest.raises(ValueError, match="with_unsaturated must be a share"):
+        sp.robust_clause([1.5])
+
+
+@pytest.mark.parametrize("trained, says", [(0.26, "Dana et al.'s generic construction than"),
+                                           (0.5, "Mahdavi et al.'s saturating construction than"),
+                                           (0.335, "neither construction")])
+def test_closer_clause(trained, says):
+    assert sp.closer_clause(trained, 0.56, 0.11).startswith(says)
+
+
+@pytest.mark.parametrize("k, text", [(0, "No point falls below x"), (1, "1 point falls below x"),
+                                     (4, "4 points fall below x")])
+def test_short_points_clause_agrees(k, text):
+    assert sp.short_points_clause(k, "point", "points", "x") == text
+
+
+@pytest.mark.parametrize("alpha, word", [(2.0, "about quadratic"), (1.7, "about quadratic"),
+                                         (1.5, "between linear and quadratic"), (1.0, "about linear"),
+                                         (0.2, "slower than linear"), (-1.0, "slower than linear")])
+def test_growth_word_and_the_quadratic_verdict_share_a_threshold(alpha, word):
+    assert sp.growth_word(alpha) == word
+    quadratic = sp.quadratic_verdict([alpha, 0.5]).startswith("At least one")
+    assert quadratic == (word == "about quadratic")
+
+
+@pytest.mark.parametrize("a, b, says", [(3, 5, "starts lower"), (5, 5, "same capacity"), (6, 5, "starts higher")])
+def test_start_clause(a, b, says):
+    assert says in sp.start_clause(a, b)
+
+
+def test_steeper_and_cost_clauses():
+    assert "gains more" in sp.steeper_clause(1.2, 0.8)
+    assert "does not gain more" in sp.steeper_clause(0.8, 0.8)
+    assert "rise with" in sp.cost_clause([[1.0, 2.0], [0.5]])
+    assert "fall with" in sp.cost_clause([[-1.0], [-0.5, -0.1]])
+    assert "do not rise with $d_h$ throughout" in sp.cost_clause([[1.0, -2.0], [0.5]])
+    with pytest.raises(ValueError, match="at least one difference"):
+        sp.cost_clause([[]])
+    with pytest.raises(ValueError, match="slopes must be finite"):
+        sp.quadratic_verdict([])
