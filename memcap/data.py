@@ -34,7 +34,7 @@ from memcap._checks import (
     positive_int,
     same_device_dtype,
 )
-from memcap.device import exact_dtype
+from memcap.device import exact_dtype, same_device
 
 __all__ = [
     "MAX_SEQUENCES", "sinusoidal_positions", "MemorizationTask", "mahdavi_task", "all_sequences",
@@ -162,7 +162,7 @@ class MemorizationTask:
         same_device_dtype(contexts=self.contexts, queries=self.queries)
         check_tensor("labels", self.labels)
         check_finite("labels", self.labels)
-        if self.labels.device != self.queries.device:
+        if not same_device(self.labels.device, self.queries.device):
             raise ValueError(f"labels is on {self.labels.device} but queries is on {self.queries.device}")
         if self.classes is not None:
             C = positive_int("classes", self.classes)

@@ -133,6 +133,9 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.device.exact_dtype": "takes a device name (str), validated by pick_device",
     "memcap.device.describe": "takes a device name (str), validated by pick_device",
     "memcap.device.report": "takes a device name (str), validated by pick_device",
+    "memcap.device.canonical_device": "takes a device name (str or torch.device), refused otherwise "
+                                      "(tests/test_device.py)",
+    "memcap.device.same_device": "takes two device names, validated by canonical_device",
     # integer sizes only, validated by positive_int (tests of each module)
     "memcap.models.mha_param_count": "integer sizes only",
     "memcap.models.aot_param_count": "integer sizes only",

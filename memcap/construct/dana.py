@@ -47,7 +47,7 @@ from memcap._checks import (
 )
 from memcap.data import entropy as row_entropy
 from memcap.data import kl_divergence
-from memcap.device import exact_dtype
+from memcap.device import exact_dtype, same_device
 from memcap.models import AoTParams, aot_forward, aot_head_inputs, init_aot
 
 __all__ = [
@@ -156,7 +156,7 @@ class SequenceEncoder:
         if self.unembedding.ndim != 2 or min(self.unembedding.shape) == 0:
             raise ValueError(f"unembedding must have shape (N, d), got {tuple(self.unembedding.shape)}")
         check_shape("embedding", self.embedding, (None, self.unembedding.shape[1]), "(T, d)")
-        if self.embedding.device != self.unembedding.device:
+        if not same_device(self.embedding.device, self.unembedding.device):
             raise ValueError(f"embedding is on {self.embedding.device} but unembedding is on "
                              f"{self.unembedding.device}")
 

@@ -43,7 +43,7 @@ from memcap._checks import (
     positive_real,
     real_tensor,
 )
-from memcap.device import exact_dtype
+from memcap.device import exact_dtype, same_device
 from memcap.models import MHAParams, mha_features, mha_forward
 
 __all__ = [
@@ -240,7 +240,7 @@ class RankOneSeparator:
             real_tensor(name, t)
             check_shape(name, t, (None,), "(d,)")
         check_shape("v", self.v, tuple(self.u.shape), "(d,)")
-        if self.v.device != self.u.device:
+        if not same_device(self.v.device, self.u.device):
             raise ValueError(f"v is on {self.v.device} but u is on {self.u.device}")
 
     @property
