@@ -180,11 +180,18 @@ def _main(args: argparse.Namespace) -> int:
                            run_benchmark=not args.no_bench) else 1
 
 
+def _count(text: str) -> int:
+    """argparse type of ``--models`` and ``--steps``: an integer >= 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
 def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
     """Register ``doctor [--device DEV] [--models K] [--steps S] [--no-bench]`` on ``python -m memcap``."""
     parser = subparsers.add_parser("doctor", help="check the book's code path on this machine's device")
     parser.add_argument("--device", default=None, help="cuda, cuda:K, mps or cpu (default: pick_device())")
-    parser.add_argument("--models", type=int, default=8, help="models in the benchmark (default 8)")
-    parser.add_argument("--steps", type=int, default=50, help="steps in the benchmark (default 50)")
+    parser.add_argument("--models", type=_count, default=8, help="models in the benchmark (default 8)")
+    parser.add_argument("--steps", type=_count, default=50, help="steps in the benchmark (default 50)")
     parser.add_argument("--no-bench", action="store_true", help="skip the stacked-vs-loop benchmark")
     parser.set_defaults(run=_main)
