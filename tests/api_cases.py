@@ -58,7 +58,7 @@ PUBLIC_MODULES = (
     "memcap.construct.mahdavi", "memcap.construct.mahdavi_limits", "memcap.construct.dana",
     "memcap.construct.dana_features", "memcap.construct.relu_exact", "memcap.certify", "memcap.lookup",
     "memcap.train", "memcap.fits", "memcap.bench", "memcap.doctor", "memcap.realdata", "memcap.transformer",
-    "memcap.vit", "memcap.textmodels", "memcap.real_assumptions", "memcap.book",
+    "memcap.vit", "memcap.textmodels", "memcap.real_assumptions", "memcap.book", "memcap.synthesis",
 )
 """The modules whose ``__all__`` is memcap's public API (``memcap`` itself re-exports some of their names)."""
 
@@ -233,6 +233,13 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.real_assumptions.agreement": "dicts of reports and of the paper's verdicts",
     "memcap.real_assumptions.comparison_cells": "dicts of reports and of the paper's verdicts",
     "memcap.real_assumptions.paper_table3": "no arguments",
+    # memcap.synthesis (Part III): records, specs and grids of integers
+    "memcap.synthesis.Hypothesis": "the result of mahdavi_hypotheses",
+    "memcap.synthesis.Bound": "the result of mahdavi_bound / dana_bound",
+    "memcap.synthesis.dana_table": "integer sizes and a generator (None: seed 0, tests/test_synthesis.py)",
+    "memcap.synthesis.engine_param_count": "an MHASpec or AoTSpec (refused otherwise)",
+    "memcap.synthesis.feature_rank_survey": "a list of grid points (dicts of integer sizes; one dict, a missing "
+                                            "field or an unknown table refused: tests/test_synthesis.py)",
     # what the chapters use to show results: callables, strings, rows of cells
     "memcap.book.expect_refusal": "a callable, a regular expression and exception classes, each refused "
                                   "when invalid (tests/test_book_helpers.py)",
@@ -285,7 +292,7 @@ def _logits(dev: torch.device, rows: int = 4, n: int = 5, seed: int = 6) -> torc
 
 def cases() -> dict[str, Case]:
     """Every public callable with bad-input arguments, by its defining name."""
-    from memcap import book, bounds, certify, data, fits, linalg, lookup, models, realdata, textmodels, train
+    from memcap import book, bounds, certify, data, fits, linalg, lookup, models, realdata, synthesis, textmodels, train
     from memcap import real_assumptions as ra
     from memcap import transformer as tf
     from memcap import vit as vt
@@ -381,6 +388,22 @@ def cases() -> dict[str, Case]:
         return {"self": textmodels.BertEncoder(bert_config()).reinitialize(_gen(19)).to(dev),
                 "ids": torch.randint(20, (2, 5), generator=_gen(20)).to(dev),
                 "types": torch.tensor([[0, 0, 0, 1, 1]] * 2).to(dev)}
+
+    def syn_embedding(dev):
+        return torch.randn(7, 6, generator=_gen(32), dtype=F64).to(dev)
+
+    def syn_positions(dev):
+        return torch.randn(3, 6, generator=_gen(33), dtype=F64).to(dev)
+
+    def syn_tokens(dev, count=5, vocab=7, seq_len=3):
+        return torch.randint(vocab, (count, seq_len), generator=_gen(34)).to(dev)
+
+    def syn_mha(dev):
+        return models.init_mha(2, 6, 2, 2, 2, skip=True, generator=_gen(35), dtype=F64, device=dev)
+
+    def syn_trained(dev):
+        spec = train.AoTSpec(heads=1, head_dim=2, dim=3, vocab=4, seq_len=2, examples=5)
+        return {"spec": spec, "params": {k: v.numpy() for k, v in train._init_one(spec).items()}}
 
     listed = [
         # memcap.models
@@ -685,6 +708,46 @@ def cases() -> dict[str, Case]:
         Case(ra.Layers, lambda dev: {"self": ra.Layers(), "key": "layer", "query_row": 0,
                                      "states": torch.randn(3, 2, 4, generator=_gen(22)).to(dev)},
              tensors=("states",), method="add"),
+        # memcap.synthesis
+        Case(synthesis.token_inputs, lambda dev: {"token_embedding": syn_embedding(dev),
+                                                  "positional_embedding": syn_positions(dev),
+                                                  "tokens": syn_tokens(dev)},
+             tensors=("token_embedding", "positional_embedding"), ids=("tokens",)),
+        Case(synthesis.aot_from_mha, lambda dev: {"params": syn_mha(dev), "token_embedding": syn_embedding(dev),
+                                                  "positional_embedding": syn_positions(dev),
+                                                  "readout": torch.randn(7, 2, generator=_gen(31),
+                                                                         dtype=F64).to(dev)},
+             tensors=("token_embedding", "positional_embedding", "readout")),
+        Case(synthesis.mahdavi_hypotheses, _context_query, tensors=("contexts", "queries")),
+        Case(synthesis.mahdavi_bound, lambda dev: {**_context_query(dev), "heads": 2, "head_dim": 3},
+             tensors=("contexts", "queries")),
+        Case(synthesis.last_token_count, lambda dev: {"tokens": syn_tokens(dev)}, ids=("tokens",)),
+        Case(synthesis.dana_bound, lambda dev: {"heads": 2, "head_dim": 2, "dim": 4, "tokens": syn_tokens(dev)},
+             ids=("tokens",)),
+        Case(synthesis.dana_association_aot, lambda dev: {"tokens": syn_tokens(dev, 4, 5, 2),
+                                                          "targets": torch.tensor([0, 3, 1, 2]).to(dev),
+                                                          "vocab": 5, "dim": 3, "heads": 1, "head_dim": 1},
+             ids=("tokens", "targets")),
+        Case(synthesis.mahdavi_association_aot,
+             lambda dev: {"tokens": torch.tensor([[0, 1, 2], [3, 1, 4], [2, 2, 5]]).to(dev),
+                          "targets": torch.tensor([1, 0, 6]).to(dev), "token_embedding": syn_embedding(dev),
+                          "positional_embedding": syn_positions(dev), "heads": 1, "head_dim": 3},
+             tensors=("token_embedding", "positional_embedding"), ids=("tokens", "targets")),
+        Case(synthesis.mahdavi_classifier, lambda dev: {"contexts": _mahdavi(dev)["contexts"][0],
+                                                        "queries": _mahdavi(dev)["queries"][:3],
+                                                        "labels": torch.tensor([0, 2, 1]).to(dev), "classes": 3,
+                                                        "heads": 1, "head_dim": 3},
+             tensors=("contexts", "queries"), ids=("labels",)),
+        Case(synthesis.label_aware_head, lambda dev: {"context": _mahdavi(dev)["contexts"][0, :2],
+                                                      "queries": _mahdavi(dev)["queries"][:3],
+                                                      "labels": _mahdavi(dev)["labels"][:3]},
+             tensors=("context", "queries", "labels")),
+        Case(synthesis.feature_rank, lambda dev: {"params": _aot(dev), "tokens": sequences(dev, 5, 3)[:6]},
+             ids=("tokens",)),
+        Case(synthesis.trained_aot_attention, syn_trained,
+             tensors=tuple(f"params.{k}" for k in ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V",
+                                                   "W_O", "W_U"))),
+        Case(synthesis.certified_fit, lambda dev: {"mse": 1e-8, "examples": 16, "tol": 1e-2}, reals=("mse", "tol")),
         # memcap.book
         Case(book.sci, lambda dev: {"value": 0.0078, "digits": 1}, reals=("value",)),
         Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),
