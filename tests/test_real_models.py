@@ -270,3 +270,16 @@ def test_labels_beyond_the_models_classes_are_refused() -> None:
         with pytest.raises(ValueError, match=r"labels must be class ids in \[0, C\) = \[0, 3\).* from 1 to 3"):
             call([1, 2, 3])
     assert 0.0 <= vit.accuracy(model, images, np.array([0, 1, 2])) <= 1.0
+
+
+def test_a_whole_profile_where_its_part_is_expected_is_refused() -> None:
+    _, profile = ra.settings("quick")
+    with pytest.raises(ValueError, match=r"cfg must be the 'vit' part of a profile, got a whole profile: pass "
+                                         r"profile\['vit'\]"):
+        ra.vit_layers(profile, device="cpu")
+    with pytest.raises(ValueError, match=r"cfg must be the 'gpt' part .* it lacks \['train'\]"):
+        ra.gpt_layers({"config": {}, "examples": 3}, device="cpu")
+    with pytest.raises(TypeError, match="tests must be the 'tests' part of a profile \\(a dict\\), got list"):
+        ra.reports(ra.Layers(), [])
+    with pytest.raises(ValueError, match="tests must be the 'tests' part of a profile, got a whole profile"):
+        ra.figure1(ra.Layers(), profile)
