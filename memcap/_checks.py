@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable, Mapping
 from typing import Sequence
 
 import numpy as np
@@ -254,3 +255,13 @@ def same_device_dtype(**tensors: torch.Tensor) -> None:
             raise ValueError(f"{name} is on {t.device} but {first_name} is on {first.device}")
         if t.dtype != first.dtype:
             raise ValueError(f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}")
+
+
+def listed(name: str, value: object, what: str) -> tuple:
+    """``value`` (a list, tuple or other iterable) as a tuple. One item where a list is expected (a spec,
+    a dict, a string, which would be iterated letter by letter) is refused with a ``TypeError`` naming
+    ``name`` and saying ``what`` the list holds."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        one = repr(value) if isinstance(value, str) else f"one {type(value).__name__}"
+        raise TypeError(f"{name} must be a list of {what}, got {one}: put it in a list, [...]")
+    return tuple(value)

@@ -36,6 +36,7 @@ from memcap._checks import (
     check_shape,
     finite_real,
     id_tensor,
+    listed,
     nonnegative_int,
     positive_int,
     positive_real,
@@ -481,9 +482,7 @@ def feature_rank_survey(grid: Iterable[Mapping], *, seed: int = 0, draws: int = 
     """
     draws = positive_int("draws", draws)
     seed = nonnegative_int("seed", seed)
-    if isinstance(grid, (Mapping, str)) or not isinstance(grid, Iterable):
-        raise TypeError(f"grid must be a list of grid points (dicts), got {type(grid).__name__}"
-                        f"{': put one point in a list, [point]' if isinstance(grid, Mapping) else ''}")
+    grid = listed("grid", grid, "grid points (dicts)")
     out = []
     for i, point in enumerate(grid):
         if not isinstance(point, Mapping):

@@ -112,3 +112,26 @@ def test_bad_input_is_refused_naming_the_argument(name, valid, one_thread, data)
     for path in case.dtypes:
         dtype = data.draw(st.sampled_from(BAD_DTYPES), label="dtype")
         _assert_refused(case, _with(kwargs, path, dtype), path, str(dtype))
+
+
+# --- careless but common calls (issue 20): each refused naming the argument, or read as meant -----------
+
+def test_careless_calls_of_the_training_engine_and_the_experiments():
+    from memcap import experiments
+    from memcap.sweep import job_key, train_job
+    from memcap.train import MHASpec, TrainConfig, capacity_search, group_by_shape, train_models
+
+    spec = MHASpec(heads=np.int64(2), context_size=3, examples=4, dim=4, classes=np.int32(3))
+    assert type(spec.heads) is int and type(spec.classes) is int   # NumPy integers read as ints ...
+    assert len(job_key(train_job([spec], TrainConfig(steps=1)))) > 0   # ... so the job key is JSON
+    for call, match in ((lambda: train_models(spec, TrainConfig(steps=1)), "specs must be a list of specs"),
+                        (lambda: group_by_shape(spec), "specs must be a list of specs"),
+                        (lambda: capacity_search([spec], 4), "candidates must be a list of training-set sizes"),
+                        (lambda: experiments.cache_status(None, "dana_fig4"),
+                         "names must be a list of experiment names, got 'dana_fig4'"),
+                        (lambda: TrainConfig(betas=0.9), r"betas must be a pair \(beta1, beta2\)"),
+                        (lambda: TrainConfig(warmup_fraction="5%"), "warmup_fraction must be a real number"),
+                        (lambda: TrainConfig(warmup_start_factor=float("nan")), "warmup_start_factor must be a "
+                                                                                "finite real number")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            call()

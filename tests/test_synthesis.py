@@ -238,7 +238,7 @@ def test_careless_calls_are_refused_or_read_as_documented():
     with pytest.raises(ValueError, match=r"labels must be integer ids in \[0, 3\), got ids from 1 to 3"):
         synthesis.mahdavi_classifier(contexts[0], queries, torch.tensor([1, 3]), classes=3, heads=1, head_dim=3)
     point = dict(vocab=4, seq_len=2, dim=3, heads=1, head_dim=1)
-    with pytest.raises(TypeError, match=r"grid must be a list of grid points \(dicts\), got dict: put one point"):
+    with pytest.raises(TypeError, match=r"grid must be a list of grid points \(dicts\), got one dict: put it in"):
         synthesis.feature_rank_survey(point)
     with pytest.raises(ValueError, match=r"mse must be a finite real number"):
         synthesis.certified_fit(math.inf, 4, 1e-2)
