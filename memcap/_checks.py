@@ -236,6 +236,14 @@ def id_tensor(name: str, value: object, *, device: torch.device | str | None = N
     return t
 
 
+def ids_in_range(name: str, ids: torch.Tensor, upper: int | None = None) -> torch.Tensor:
+    """Raise ``ValueError`` naming ``name`` unless every id is >= 0 (and < ``upper`` when given)."""
+    if ids.numel() and (int(ids.min()) < 0 or (upper is not None and int(ids.max()) >= upper)):
+        where = f"in [0, {upper})" if upper is not None else ">= 0"
+        raise ValueError(f"{name} must be ids {where}, got ids from {int(ids.min())} to {int(ids.max())}")
+    return ids
+
+
 def as_tensor(name: str, value: object, dtype: torch.dtype | None = None,
               device: torch.device | str | None = None) -> torch.Tensor:
     """Convert a tensor, NumPy array or nested list to a tensor; raise ``TypeError`` naming ``name`` otherwise."""

@@ -36,6 +36,7 @@ from memcap._checks import (
     check_shape,
     finite_real,
     id_tensor,
+    ids_in_range,
     listed,
     nonnegative_int,
     positive_int,
@@ -224,7 +225,7 @@ def mahdavi_bound(heads: int, head_dim: int, contexts: torch.Tensor, queries: to
 
 def last_token_count(tokens: torch.Tensor) -> int:
     """L, the number of distinct last tokens among the sequences ``tokens`` (T, S)."""
-    tokens = check_shape("tokens", id_tensor("tokens", tokens), (None, None), "(T, S)")
+    tokens = ids_in_range("tokens", check_shape("tokens", id_tensor("tokens", tokens), (None, None), "(T, S)"))
     return int(torch.unique(tokens[:, -1]).numel())
 
 
@@ -242,7 +243,7 @@ def dana_bound(heads: int, head_dim: int, dim: int, tokens: torch.Tensor | None 
     if not isinstance(token_sequences, bool):
         raise TypeError(f"token_sequences must be a bool, got {type(token_sequences).__name__}")
     if tokens is not None:
-        tokens = check_shape("tokens", id_tensor("tokens", tokens), (None, None), "(T, S)")
+        tokens = ids_in_range("tokens", check_shape("tokens", id_tensor("tokens", tokens), (None, None), "(T, S)"))
     L = d if tokens is None else last_token_count(tokens)
     value = bounds.aot_capacity(H, d_h, d) - d + min(d, L)
     name = "Dana et al., Theorem 1"

@@ -76,6 +76,10 @@ class Case:
     arguments (half precision, an integer dtype). ``elementwise``: tensor arguments that may have any
     shape (no "wrong shape" exists for them: elementwise maps, a model's free parameters, the inputs a
     training loop passes through to a model of any architecture, which the model itself refuses).
+    ``unranged``: id arguments that are exact integers of any sign (no range to leave); ``unbounded``: ids
+    with no upper bound (only a negative id is out of range). ``tensor_only``: the weights of a parameter
+    container (``MHAParams``, ``AoTParams``, ..., the engine's ``params`` dicts), which hold tensors as
+    documented and are not converted from arrays; every other tensor argument must accept an array.
     ``method``: the case calls this method of the class ``fn`` on ``build(device)["self"]`` with the other
     arguments. ``requires``: the import name of an optional package the call needs.
     """
@@ -87,6 +91,9 @@ class Case:
     reals: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
     elementwise: tuple[str, ...] = field(default=())
+    unranged: tuple[str, ...] = ()
+    unbounded: tuple[str, ...] = ()
+    tensor_only: tuple[str, ...] = ()
     method: str = ""
     requires: str = ""
 
@@ -407,7 +414,8 @@ def cases() -> dict[str, Case]:
 
     listed = [
         # memcap.models
-        Case(models.MHAParams, model_params, tensors=models.mha_parameter_names),
+        Case(models.MHAParams, model_params, tensors=models.mha_parameter_names,
+             tensor_only=models.mha_parameter_names),
         Case(models.init_mha, lambda dev: {"heads": 2, "dim": 4, "head_dim": 2, "value_dim": 1, "out_dim": 1,
                                            "device": dev}, dtypes=("dtype",)),
         Case(models.mha_scores, mha_inputs, tensors=("W_K", "W_Q", "contexts", "queries")),
@@ -419,7 +427,7 @@ def cases() -> dict[str, Case]:
         Case(models.mha_forward, lambda dev: {"params": _mha(dev), "contexts": _mahdavi(dev)["contexts"],
                                               "queries": _mahdavi(dev)["queries"]}, tensors=("contexts", "queries")),
         Case(models.AoTParams, lambda dev: dict(zip(models.aot_parameter_names, _aot(dev).parameters())),
-             tensors=models.aot_parameter_names),
+             tensors=models.aot_parameter_names, tensor_only=models.aot_parameter_names),
         Case(models.init_aot, lambda dev: {"vocab": 5, "seq_len": 2, "dim": 3, "heads": 1, "head_dim": 2,
                                            "device": dev}, dtypes=("dtype",)),
         *[Case(fn, lambda dev: {"params": _aot(dev), "tokens": _tokens(dev)}, ids=("tokens",))
@@ -480,7 +488,7 @@ def cases() -> dict[str, Case]:
                                                            "mean_entropy": 0.5}, reals=("error_prob", "mean_entropy")),
         # memcap.construct.mahdavi
         Case(mahdavi.RankOneSeparator, lambda dev: {"u": _logits(dev)[0], "v": _logits(dev)[1], "vanish_on": (0,)},
-             tensors=("u", "v")),
+             tensors=("u", "v"), tensor_only=("u", "v")),
         Case(mahdavi.rank_one_separator, lambda dev: {**_context_query(dev), "vanish_on": [0]},
              tensors=("contexts", "queries")),
         Case(mahdavi.top_gap, lambda dev: {"logits": _logits(dev)}, tensors=("logits",), elementwise=("logits",)),
@@ -522,7 +530,7 @@ def cases() -> dict[str, Case]:
                                            "device": dev}, reals=("coordinate_sum",), dtypes=("dtype",)),
         Case(ml.ReLUParams, lambda dev: {"W_1": _logits(dev, 2, 3), "b_1": _logits(dev, 1, 3)[0],
                                          "W_2": _logits(dev, 3, 1), "b_2": _logits(dev, 1, 1)[0]},
-             tensors=("W_1", "b_1", "W_2", "b_2")),
+             tensors=("W_1", "b_1", "W_2", "b_2"), tensor_only=("W_1", "b_1", "W_2", "b_2")),
         Case(ml.relu_forward, lambda dev: {"params": ml.ReLUParams(_logits(dev, 2, 3), _logits(dev, 1, 3)[0],
                                                                    _logits(dev, 3, 1), _logits(dev, 1, 1)[0]),
                                            "inputs": relu_xy(dev)["inputs"]}, tensors=("inputs",)),
@@ -548,14 +556,14 @@ def cases() -> dict[str, Case]:
         Case(dana.association_targets, lambda dev: {"probs": _noisy(dev, entropy=0.0)}, tensors=("probs",)),
         Case(dana.SequenceEncoder, lambda dev: {"unembedding": encoder(dev).unembedding,
                                                 "embedding": encoder(dev).embedding},
-             tensors=("unembedding", "embedding")),
+             tensors=("unembedding", "embedding"), tensor_only=("unembedding", "embedding")),
         Case(dana.expected_kl, lambda dev: {"probs": _noisy(dev), "logits": _logits(dev, 16, 4),
                                             "prior": torch.full((16,), 1 / 16, dtype=F64).to(dev)},
              tensors=("probs", "logits", "prior")),
         Case(dana.minimize_kl, lambda dev: {"logits_fn": lambda p: p["L"],
                                             "init": {"L": torch.zeros(16, 4, dtype=F64).to(dev)},
                                             "probs": _noisy(dev), "steps": 2, "lr": 0.1},
-             tensors=("init.L", "probs"), reals=("lr",), elementwise=("init.L",)),
+             tensors=("init.L", "probs"), reals=("lr",), elementwise=("init.L",), tensor_only=("init.L",)),
         Case(dana.best_sequence_encoder, lambda dev: {"probs": _noisy(dev), "dim": 2, "steps": 2, "lr": 0.1,
                                                       "prior": torch.full((16,), 1 / 16, dtype=F64).to(dev)},
              tensors=("probs", "prior"), reals=("lr",)),
@@ -598,9 +606,11 @@ def cases() -> dict[str, Case]:
              tensors=("step", "total_steps"), reals=("warmup_fraction", "start_factor"),
              elementwise=("step", "total_steps")),
         Case(train.mha_forward_stacked, stacked_mha,
-             tensors=tuple(f"params.{n}" for n in models.mha_parameter_names) + ("contexts", "queries")),
+             tensors=tuple(f"params.{n}" for n in models.mha_parameter_names) + ("contexts", "queries"),
+             tensor_only=tuple(f"params.{n}" for n in models.mha_parameter_names)),
         Case(train.aot_forward_stacked, stacked_aot,
-             tensors=tuple(f"params.{n}" for n in models.aot_parameter_names), ids=("tokens",)),
+             tensors=tuple(f"params.{n}" for n in models.aot_parameter_names), ids=("tokens",),
+             tensor_only=tuple(f"params.{n}" for n in models.aot_parameter_names)),
         Case(train.trained_attention, trained, tensors=tuple(f"params.{n}" for n in ("W_K", "W_Q", "W_E", "b_E"))),
         # memcap.fits
         Case(fits.r_squared, lambda dev: {"y": xy(dev)["y"], "y_hat": xy(dev)["y"] * 0.9}, tensors=("y", "y_hat")),
@@ -627,11 +637,12 @@ def cases() -> dict[str, Case]:
                                                      "columns": torch.tensor([0, 4]).to(dev), "margin": 0.5},
              ids=("columns",), reals=("margin",)),
         Case(certify.positive_definite, lambda dev: {"matrix": torch.tensor([[2, 1], [1, 2]]).to(dev)},
-             ids=("matrix",)),
+             ids=("matrix",), unranged=("matrix",)),
         # memcap.construct.dana_features
         Case(df.feature_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2, "head_dim": 2},
-             ids=("tokens",)),
-        Case(df.attention_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2}, ids=("tokens",)),
+             ids=("tokens",), unbounded=("tokens",)),
+        Case(df.attention_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2}, ids=("tokens",),
+             unbounded=("tokens",)),
         Case(df.rank_one_witness, lambda dev: {"tokens": sequences(dev), "vocab": 3, "dim": 3, "heads": 2,
                                                "scales": torch.tensor([0.5, 1.0, 2.0], dtype=F64).to(dev)},
              ids=("tokens",), tensors=("scales",)),
@@ -642,14 +653,16 @@ def cases() -> dict[str, Case]:
         Case(df.corollary1_build, lambda dev: {"tokens": association(dev)[0], "targets": association(dev)[1],
                                                "vocab": 5, "heads": 3, "head_dim": 2, "scale": 1.0},
              ids=("tokens", "targets"), reals=("scale",)),
-        Case(df.contains_grid, lambda dev: {"tokens": sequences(dev, 2, 3), "k": 2}, ids=("tokens",)),
+        Case(df.contains_grid, lambda dev: {"tokens": sequences(dev, 2, 3), "k": 2}, ids=("tokens",),
+             unbounded=("tokens",)),
         Case(df.tight_sets, lambda dev: {"tokens": sequences(dev), "dim": 2, "heads": 2, "head_dim": 2},
-             ids=("tokens",)),
+             ids=("tokens",), unbounded=("tokens",)),
         # memcap.construct.relu_exact: exact numbers, so integer tensors (ids) stand for the inputs
-        Case(rx.exact_activation_patterns, lambda dev: {"points": relu_points(dev)}, ids=("points",)),
+        Case(rx.exact_activation_patterns, lambda dev: {"points": relu_points(dev)}, ids=("points",),
+             unranged=("points",)),
         Case(rx.exact_relu_residual_bound, lambda dev: {"points": relu_points(dev), "hidden": 1,
                                                         "labels": torch.tensor([1, -2, 3, 0, 2, -1]).to(dev)},
-             ids=("points", "labels")),
+             ids=("points", "labels"), unranged=("points", "labels")),
         # memcap.lookup
         Case(lookup.gram_union_bound, lambda dev: {"vocab": 4, "dim": 64, "threshold": 0.5}, reals=("threshold",)),
         Case(lookup.common_scale, lambda dev: {"vocab": 4, "constant": 0.1, "mean_entropy": 0.5},
@@ -669,9 +682,10 @@ def cases() -> dict[str, Case]:
         # memcap.realdata
         Case(realdata.load_digits, lambda dev: {"device": dev}, dtypes=("dtype",), requires="sklearn"),
         Case(realdata.text_windows, lambda dev: {"tokens": realdata.byte_tokens("abcdefghij", device=dev),
-                                                 "length": 3, "count": 4}, ids=("tokens",)),
+                                                 "length": 3, "count": 4}, ids=("tokens",), unbounded=("tokens",)),
         Case(realdata.sentence_pairs, lambda dev: {"tokens": torch.arange(100, 140).to(dev), "length": 13,
-                                                   "count": 2, "cls_id": 1, "sep_id": 2}, ids=("tokens",)),
+                                                   "count": 2, "cls_id": 1, "sep_id": 2}, ids=("tokens",),
+             unbounded=("tokens",)),
         # memcap.transformer: the modules' forward, and the initialisation with a real argument
         *[Case(cls, lambda dev, cls=cls: {"self": cls(4, 2).to(dev), "x": module_batch(dev)}, tensors=("x",),
                method="forward") for cls in (tf.SelfAttention, tf.Block, tf.AttentionWithSkip)],
@@ -721,9 +735,10 @@ def cases() -> dict[str, Case]:
         Case(synthesis.mahdavi_hypotheses, _context_query, tensors=("contexts", "queries")),
         Case(synthesis.mahdavi_bound, lambda dev: {**_context_query(dev), "heads": 2, "head_dim": 3},
              tensors=("contexts", "queries")),
-        Case(synthesis.last_token_count, lambda dev: {"tokens": syn_tokens(dev)}, ids=("tokens",)),
+        Case(synthesis.last_token_count, lambda dev: {"tokens": syn_tokens(dev)}, ids=("tokens",),
+             unbounded=("tokens",)),
         Case(synthesis.dana_bound, lambda dev: {"heads": 2, "head_dim": 2, "dim": 4, "tokens": syn_tokens(dev)},
-             ids=("tokens",)),
+             ids=("tokens",), unbounded=("tokens",)),
         Case(synthesis.dana_association_aot, lambda dev: {"tokens": syn_tokens(dev, 4, 5, 2),
                                                           "targets": torch.tensor([0, 3, 1, 2]).to(dev),
                                                           "vocab": 5, "dim": 3, "heads": 1, "head_dim": 1},

@@ -22,6 +22,10 @@ CPU = torch.device("cpu")
 TENSOR_KINDS = ("nan", "inf", "-inf", "empty", "dtype", "shape", "object")
 ID_KINDS = ("float", "bool", "empty", "shape", "object")
 REAL_KINDS = (float("nan"), float("inf"), float("-inf"))
+STRING_NUMBER = "0.5"
+"""A string where a number belongs (``warmup_fraction='5%'``): refused naming the argument, never converted."""
+OUT_OF_RANGE = (-1, 10**9)
+"""Ids no vocabulary, class count or index range holds."""
 BAD_DTYPES = (torch.float16, torch.bfloat16, torch.int64)
 
 
@@ -60,6 +64,14 @@ def _bad_tensor(value: object, kind: str, data: st.DataObject) -> object:
     return bad
 
 
+def _out_of_range(value: torch.Tensor, bad: int, data: st.DataObject) -> torch.Tensor:
+    """``value`` (ids) with one entry, chosen by hypothesis, set to ``bad`` (-1 or a huge id)."""
+    out = value.clone()
+    flat = out.reshape(-1)
+    flat[data.draw(st.integers(0, flat.shape[0] - 1), label="id index")] = bad
+    return out
+
+
 def _bad_ids(value: torch.Tensor, kind: str) -> object:
     """``value`` (an integer tensor of ids) made bad in the way ``kind`` says."""
     return {"float": lambda: value.double(), "bool": lambda: value.bool(), "empty": lambda: value[:0],
@@ -92,6 +104,21 @@ def test_the_valid_call_succeeds(name, valid, one_thread):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_array_likes_are_accepted_where_tensors_are_documented(name, valid, one_thread):
+    """The other half of the rule "arrays and nested lists are accepted": each tensor argument given as a
+    NumPy array, and each id argument as a nested list, still gives a result."""
+    _skip_if_missing(CASES[name])
+    case, kwargs = CASES[name], valid[name]
+    for path in case.tensors:
+        value = _get(kwargs, path)
+        if isinstance(value, torch.Tensor) and path not in case.tensor_only:
+            case.call(_with(case.build(CPU), path, value.detach().numpy()))
+    for path in case.ids:
+        if path not in case.tensor_only:
+            case.call(_with(case.build(CPU), path, _get(kwargs, path).tolist()))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=3, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
@@ -106,8 +133,13 @@ def test_bad_input_is_refused_naming_the_argument(name, valid, one_thread, data)
     for path in case.ids:
         for kind in ID_KINDS:
             _assert_refused(case, _with(kwargs, path, _bad_ids(_get(kwargs, path), kind)), path, kind)
+    for path in case.ids:
+        if path not in case.unranged:
+            for value in OUT_OF_RANGE[:1] if path in case.unbounded else OUT_OF_RANGE:
+                _assert_refused(case, _with(kwargs, path, _out_of_range(_get(kwargs, path), value, data)), path,
+                                f"id {value}")
     for path in case.reals:
-        for value in REAL_KINDS:
+        for value in (*REAL_KINDS, STRING_NUMBER):
             _assert_refused(case, _with(kwargs, path, value), path, repr(value))
     for path in case.dtypes:
         dtype = data.draw(st.sampled_from(BAD_DTYPES), label="dtype")

@@ -41,6 +41,7 @@ from memcap._checks import (
     float_input,
     float_tensor,
     id_tensor,
+    ids_in_range,
     positive_int,
     positive_real,
     real_tensor,
@@ -101,6 +102,7 @@ def _tokens(tokens: object, vocab: int | None = None, device: torch.device | Non
         raise ValueError(f"tokens must have shape (T, S) with T, S >= 1, got {tuple(tokens.shape)}")
     if vocab is not None and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
         raise ValueError(f"tokens must be ids in [0, N) = [0, {vocab})")
+    ids_in_range("tokens", tokens)
     if torch.unique(tokens, dim=0).shape[0] != tokens.shape[0]:
         raise ValueError("tokens must hold pairwise distinct sequences t_{1:S} (a sequence cannot have two rows)")
     return tokens.to(torch.int64)
