@@ -18,11 +18,14 @@ Where the public research API ends. Everything that computes on the models' tens
   tensors: ``plotting`` (figure style), ``site`` and ``course`` (Sphinx directives and page ids),
   ``edition`` (the student edition), ``grading`` and ``exercises`` (checkers of students' answers),
   ``__main__`` (the command line, argv strings);
-* modules other issues are editing, to be brought in after them: ``experiments.*`` (one module per
-  figure: profiles and grids over ``train``), ``sweep`` (executors and the results cache), ``synthesis``;
+* ``experiments.*`` (one module per figure: profiles and grids over ``train``) and ``sweep`` (executors
+  and the results cache), which take names, profiles, jobs and paths; ``train``'s implementation modules
+  (``train.loop``, ...), whose public names are ``memcap.train``'s;
 * private modules (``_checks``, ``_resolve``, ``_version``, ``_grading_kernel``).
 
-How to bring a module in (``synthesis`` next):
+Every module of :func:`all_modules` is either in :data:`PUBLIC_MODULES` or in :data:`OUTSIDE_MODULES`
+with its reason (``tests/test_bad_inputs.py`` checks, so a new module cannot slip past), and each case
+says which of the :data:`RULES` it exercises (:attr:`Case.rules`). How to bring a module in:
 
 1. Give it ``__all__``: exactly its own non-underscore top-level names (``tests/test_api.py`` checks);
    constants count, imported names do not.
@@ -113,12 +116,99 @@ class Case:
             return f"{self.name} needs the optional package {self.requires!r}, which is not installed"
         return None
 
+    @property
+    def rules(self) -> frozenset[str]:
+        """The input rules (:data:`RULES`) that ``tests/test_bad_inputs.py`` and ``tests/test_api.py`` try on
+        this case, from the arguments it names."""
+        found = set()
+        if self.tensors or self.ids:
+            found |= {"empty", "wrong type", "wrong dtype"}
+        if [p for p in self.tensors if p not in self.elementwise] or self.ids:
+            found.add("wrong rank")
+        if self.tensors or self.reals:
+            found.add("non-finite")
+        if self.reals:
+            found.add("wrong type")
+        if [p for p in self.ids if p not in self.unranged]:
+            found.add("out-of-range integer")
+        if self.dtypes:
+            found.add("wrong dtype")
+        if not self.method and "generator" in _parameters(self.fn):
+            found.add("None generator")
+        return frozenset(found)
+
     def call(self, kwargs: dict) -> Any:
         """Make the call with ``kwargs`` (built by ``build``, perhaps with a bad argument put in)."""
         if not self.method:
             return self.fn(**kwargs)
         arguments = dict(kwargs)
         return getattr(arguments.pop("self"), self.method)(**arguments)
+
+
+RULES = ("non-finite", "wrong dtype", "wrong rank", "empty", "out-of-range integer", "wrong type", "None generator")
+"""The classes of bad input every public function answers alike (the README's "Use the library"): NaN/inf;
+half precision, bool, complex or float ids; a wrong number of axes; a zero-length axis; ids out of their
+range; a string where a number belongs or another object where a tensor is documented (arrays and nested
+lists are accepted there); and ``generator=None``, which means a fresh generator seeded with 0."""
+
+
+def _parameters(fn: Callable) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+def all_modules() -> list[str]:
+    """Every module of the memcap package except private ones (a name part starting with ``_``)."""
+    import pkgutil
+
+    import memcap
+
+    found = ["memcap"] + [m.name for m in pkgutil.walk_packages(memcap.__path__, "memcap.")]
+    return sorted(name for name in found if not any(part.startswith("_") for part in name.split(".")[1:]))
+
+
+OUTSIDE_MODULES: dict[str, str] = {
+    "memcap.construct": "a package of the construction modules (its modules are public modules)",
+    "memcap.plotting": "figure style: takes figures, axes and plotted values, never a model's tensors",
+    "memcap.site": "Sphinx directives and page ids (strings)",
+    "memcap.course": "the course guide's Sphinx directives (strings)",
+    "memcap.edition": "the student edition: paths and Markdown text",
+    "memcap.grading": "grades notebooks: paths, strings and integers (tests/test_grading.py, its CLI in "
+                      "tests/test_cli.py)",
+    "memcap.exercises": "checkers of students' answers: never raise, any answer is a verdict "
+                        "(tests/test_exercises.py tries every reference answer in other types)",
+    "memcap.exercises.checking": "the checkers' machinery (see memcap.exercises)",
+    "memcap.experiments": "profiles and grids over memcap.train (names, profiles; tests/test_experiments_*.py)",
+    "memcap.sweep": "executors and the results cache: jobs (dicts), paths, executor names (tests/test_sweep.py, "
+                    "tests/test_cache.py; command-line paths in tests/test_cli.py)",
+    "memcap.train.adam": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.forward": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.inspection": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.loop": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.prepare": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.schedule": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.specs": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.stack": "implementation of memcap.train (its public names are memcap.train's __all__)",
+}
+"""Modules whose functions are not the research API, with the reason; every other module of
+:func:`all_modules` is in :data:`PUBLIC_MODULES` (``tests/test_bad_inputs.py`` checks), so a new module
+cannot slip past. Chapter modules of ``memcap.exercises`` and figure modules of ``memcap.experiments`` are
+covered by their package's entry (matched by prefix)."""
+
+
+def classified(module: str) -> str | None:
+    """``"public"``, the reason a module is outside the research API, or None when it is neither."""
+    if module in PUBLIC_MODULES:
+        return "public"
+    for outside in sorted(OUTSIDE_MODULES, key=len, reverse=True):
+        if module == outside or (outside in ("memcap.exercises", "memcap.experiments")
+                                 and module.startswith(outside + ".")):
+            return OUTSIDE_MODULES[outside]
+    return None
 
 
 def public_callables() -> dict[str, Callable]:
