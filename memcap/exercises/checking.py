@@ -323,7 +323,8 @@ def _natural(value: Any) -> Any:
 def run_check(label: str, *answer: Any, **named: Any) -> Result:
     """Check ``answer`` against the checker of exercise ``label``; never raises, returns a :class:`Result`.
 
-    ``label`` may also be given in a one-element list; the answer may use NumPy's types (:func:`_natural`).
+    ``label`` may also be given in a one-element list; the answer may use NumPy's types (arrays, scalars),
+    read as tensors and Python numbers, also in what an answer function returns.
     """
     checkers = registry()
     if isinstance(label, (list, tuple)) and len(label) == 1:
