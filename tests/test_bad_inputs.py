@@ -160,6 +160,7 @@ def test_bad_input_is_refused_naming_the_argument(name, valid, one_thread, data)
 
 def test_careless_calls_of_the_training_engine_and_the_experiments():
     from memcap import experiments
+    from memcap.bench import run_bench
     from memcap.sweep import job_key, train_job
     from memcap.train import MHASpec, TrainConfig, capacity_search, group_by_shape, train_models
 
@@ -169,6 +170,7 @@ def test_careless_calls_of_the_training_engine_and_the_experiments():
     for call, match in ((lambda: train_models(spec, TrainConfig(steps=1)), "specs must be a list of specs"),
                         (lambda: group_by_shape(spec), "specs must be a list of specs"),
                         (lambda: capacity_search([spec], 4), "candidates must be a list of training-set sizes"),
+                        (lambda: run_bench("mha", models=1, steps=1), "workloads must be a list of workload names"),
                         (lambda: experiments.cache_status(None, "dana_fig4"),
                          "names must be a list of experiment names, got 'dana_fig4'"),
                         (lambda: TrainConfig(betas=0.9), r"betas must be a pair \(beta1, beta2\)"),
