@@ -199,3 +199,15 @@ def test_every_public_function_has_a_case_or_a_reason_and_every_case_a_rule():
     assert all(CASES[name].rules for name in CASES), [n for n in CASES if not CASES[n].rules]
     assert {rule for case in CASES.values() for rule in case.rules} == set(RULES), \
         "a class of bad input that no case tries"
+
+
+def test_one_number_where_a_list_of_numbers_is_expected_is_refused():
+    from memcap import linalg
+    from memcap.construct import mahdavi
+
+    vectors = torch.randn(6, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    with pytest.raises(TypeError, match="candidates must be a list of subset sizes k, got one int"):
+        linalg.randomized_kruskal_rank(vectors, candidates=3, subsets=10)
+    with pytest.raises(TypeError, match="vanish_on must be a list of example indices, got one int"):
+        mahdavi.RankOneSeparator(vectors[0], vectors[1], 0)
+    assert mahdavi.RankOneSeparator(vectors[0], vectors[1], np.array([0, 2])).vanish_on == (0, 2)

@@ -37,6 +37,7 @@ from memcap._checks import (
     check_bool,
     check_shape,
     finite_real,
+    listed,
     nonnegative_int,
     nonnegative_real,
     positive_int,
@@ -242,6 +243,8 @@ class RankOneSeparator:
         check_shape("v", self.v, tuple(self.u.shape), "(d,)")
         if not same_device(self.v.device, self.u.device):
             raise ValueError(f"v is on {self.v.device} but u is on {self.u.device}")
+        object.__setattr__(self, "vanish_on", tuple(nonnegative_int("vanish_on[i]", t) for t in
+                                                    listed("vanish_on", self.vanish_on, "example indices")))
 
     @property
     def matrix(self) -> torch.Tensor:
