@@ -405,10 +405,11 @@ def label_aware_head(context: torch.Tensor, queries: torch.Tensor, labels: torch
     p = (y - b) / a                                                        # in [1/4, 3/4]
     scores = torch.log(p / (1 - p))
     u = torch.linalg.lstsq(e, scores[:, None]).solution[:, 0]             # e u = scores (T <= d, full rank)
-    k = torch.linalg.lstsq(E, torch.tensor([[1.0], [0.0]], dtype=DTYPE)).solution[:, 0]   # E k = (1, 0)
-    v = torch.linalg.lstsq(E, torch.tensor([[a + b], [b]], dtype=DTYPE)).solution[:, 0]   # v^T x_1 = a + b
+    like = {"dtype": DTYPE, "device": E.device}
+    k = torch.linalg.lstsq(E, torch.tensor([[1.0], [0.0]], **like)).solution[:, 0]   # E k = (1, 0)
+    v = torch.linalg.lstsq(E, torch.tensor([[a + b], [b]], **like)).solution[:, 0]   # v^T x_1 = a + b
     return MHAParams(W_K=k.reshape(1, d, 1), W_Q=u.reshape(1, d, 1), W_V=v.reshape(1, d, 1),
-                     W_O=torch.eye(1, d, dtype=DTYPE), W_D=torch.eye(d, 1, dtype=DTYPE))
+                     W_O=torch.eye(1, d, **like), W_D=torch.eye(d, 1, **like))
 
 
 # ---------------------------------------------------------------------------------------------------
