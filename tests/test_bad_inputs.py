@@ -211,3 +211,31 @@ def test_one_number_where_a_list_of_numbers_is_expected_is_refused():
     with pytest.raises(TypeError, match="vanish_on must be a list of example indices, got one int"):
         mahdavi.RankOneSeparator(vectors[0], vectors[1], 0)
     assert mahdavi.RankOneSeparator(vectors[0], vectors[1], np.array([0, 2])).vanish_on == (0, 2)
+
+
+def test_modules_outside_the_api_take_no_tensors():
+    """The reason a module is outside the research API must stay true: none of its public functions takes
+    a tensor, a generator or a dtype (by its annotations), else it needs cases. The implementation modules
+    of ``memcap.train`` are exempt: their callers are ``memcap.train``'s public functions, which have cases."""
+    import importlib
+    import inspect
+    import re
+
+    tensor_like = re.compile(r"\b(torch\.)?(Tensor|Generator|dtype)\b")
+    offending = []
+    for module_name in all_modules():
+        reason = classified(module_name)
+        if reason in (None, "public") or reason.startswith("implementation of memcap.train"):
+            continue
+        module = importlib.import_module(module_name)
+        names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+        for name in names:
+            obj = getattr(module, name)
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)) or obj.__module__ != module_name:
+                continue
+            try:
+                params = inspect.signature(obj).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            offending += [f"{module_name}.{name}({p.name})" for p in params if tensor_like.search(str(p.annotation))]
+    assert not offending, f"functions outside the API that take tensors: {offending}"
