@@ -17,7 +17,10 @@
   answers to the chapter's exercises, write ``DIR/grades.csv`` and a summary (see ``memcap.grading``).
 
 ``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
-prints one line and exits with status 2; any other error keeps its traceback (status 1).
+prints one line and exits with status 2, before any work: so do a device this machine lacks (``--device``
+or ``MEMCAP_DEVICE``) and a path that cannot serve (``--cache``/``MEMCAP_CACHE`` naming a file, a folder
+that cannot be written for ``sweep`` or ``cache --prune``, an ``--output`` that is a file). Any other
+error keeps its traceback (status 1).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 
 class UsageError(Exception):
@@ -72,6 +76,47 @@ class Progress:
             self.bar.close()
 
 
+def _folder_for_writing(path: Path, what: str, *, writing: bool = True) -> None:
+    """Refuse (UsageError) a path that cannot be a folder: a regular file, or a path below one; when
+    ``writing``, also a folder that cannot be created or written. ``what`` names where the path came from."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{what}: {path} is a file, not a folder")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{what}: {path} cannot be a folder: {existing} is a file, not a folder")
+    if writing and not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{what}: {path} cannot be written: no write permission on {existing}")
+
+
+def _cache_root(args: argparse.Namespace, *, writing: bool) -> Path:
+    """The results cache folder of ``--cache`` (else ``MEMCAP_CACHE``, else ./results), checked before any
+    work: it must be a folder (or not exist yet), and one that can be written when ``writing``."""
+    from memcap.sweep import default_cache_dir
+
+    if args.cache is not None and not args.cache.strip():
+        raise UsageError("--cache: must name a folder, got an empty string")
+    what = "--cache" if args.cache is not None else \
+        ("MEMCAP_CACHE" if os.environ.get("MEMCAP_CACHE", "").strip() else "the default cache")
+    root = Path(args.cache) if args.cache is not None else default_cache_dir()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{what}: {root} is a file, not a folder: the results cache must be a folder")
+    _folder_for_writing(root, what, writing=writing)
+    return root
+
+
+def _device(args: argparse.Namespace) -> None:
+    """Refuse (UsageError) a ``--device`` or ``MEMCAP_DEVICE`` this machine does not have, before any work."""
+    from memcap.device import pick_device
+
+    try:
+        pick_device(getattr(args, "device", None))
+    except ValueError as err:
+        flag = "--device" if getattr(args, "device", None) is not None else "MEMCAP_DEVICE"
+        raise UsageError(f"{flag}: {err}") from None
+
+
 def _profile(args: argparse.Namespace) -> str:
     from memcap.sweep import current_profile
 
@@ -90,8 +135,10 @@ def _sweep(args: argparse.Namespace) -> int:
     from memcap.sweep import ResultCache, SweepInterrupted, abandon, make_executor, run_sweep_report
 
     profile = _profile(args)
+    root = _cache_root(args, writing=True)
+    _folder_for_writing(root / args.experiment, "--cache" if args.cache is not None else "the cache")
     job_list = experiments.jobs(args.experiment, profile)
-    cache = ResultCache(args.cache)
+    cache = ResultCache(root)
     try:
         executor = make_executor(args.executor, workers=args.workers, address=args.address)
     except ImportError as err:
@@ -127,11 +174,12 @@ def _cache(args: argparse.Namespace) -> int:
     unknown = [name for name in args.experiment if name not in EXPERIMENTS]
     if unknown:
         raise UsageError(f"experiment must be one of {EXPERIMENTS}, got {unknown[0]!r}")
-    cache = ResultCache(args.cache)
+    root = _cache_root(args, writing=args.prune)
+    cache = ResultCache(root)
     if args.prune:
         removed = cache.prune()
         print(f"pruned {len(removed)} files (stale, legacy, corrupt or partial entries) from {cache.root}")
-    rows, disk = cache_status(args.cache, tuple(args.experiment) if args.experiment else EXPERIMENTS)
+    rows, disk = cache_status(root, tuple(args.experiment) if args.experiment else EXPERIMENTS)
     print(f"results cache {cache.root}")
     print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'corrupt':>8s} "
           f"{'missing':>8s}  provenance of the current entries")
@@ -158,12 +206,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from memcap.bench import WORKLOADS, format_bench, run_bench
-    from memcap.device import pick_device
 
-    try:
-        pick_device(args.device)
-    except ValueError as err:
-        raise UsageError(f"--device: {err}") from None
     workloads = WORKLOADS if args.workload == "both" else (args.workload,)
     result = run_bench(workloads, models=args.models, steps=args.steps, device=args.device)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
@@ -171,13 +214,12 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _student_edition(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from memcap.edition import build_student_edition
 
     if not (Path.cwd() / "_toc.yml").is_file():
         raise UsageError(f"root must be the book's folder (with _toc.yml), got {Path.cwd()}: run this command "
                          "from the book's root")
+    _folder_for_writing(Path(args.output), "--output")
     html = build_student_edition(Path.cwd(), args.output)
     print(f"student edition: {html / 'index.html'}")
     return 0
@@ -278,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
         torch.set_num_threads(args.threads)
     try:
+        if args.command in ("sweep", "bench", "doctor"):
+            _device(args)
         return args.run(args)
     except UsageError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable, Mapping
 from typing import Sequence
 
 import numpy as np
 import torch
+
+from memcap.device import same_device
 
 HALF_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
 """Floating dtypes memcap refuses (see the module docstring)."""
@@ -157,7 +160,8 @@ def real_tensor(name: str, value: object, *, dtype: torch.dtype | None = None,
     Tensors, NumPy arrays and nested lists are accepted; integer entries become float64 (exact);
     bool, complex and half-precision input is refused with ``TypeError``, NaN and inf with
     ``ValueError``. ``dtype``: cast the result (None: keep). ``device``: where array-likes go and where
-    a tensor must already be (a tensor elsewhere is refused: no silent copies between devices).
+    a tensor must already be (a tensor elsewhere is refused: no silent copies between devices; ``cuda``
+    and ``cuda:0`` are one device, :func:`memcap.device.same_device`).
     """
     t = value if isinstance(value, torch.Tensor) else _from_array_like(name, value, device)
     if t.dtype == torch.bool or t.is_complex():
@@ -165,7 +169,7 @@ def real_tensor(name: str, value: object, *, dtype: torch.dtype | None = None,
     check_precision(name, t.dtype)
     if not t.is_floating_point():
         t = t.to(torch.float64)
-    if device is not None and t.device != torch.device(device):
+    if device is not None and not same_device(t.device, device):
         raise ValueError(f"{name} is on {t.device} but the other inputs are on {torch.device(device)}; "
                          f"move it with .to({str(torch.device(device))!r})")
     check_finite(name, t)
@@ -208,7 +212,7 @@ def module_input(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
     name the argument).
     """
     t = float_input(name, value, like)
-    if t.device != like.device:
+    if not same_device(t.device, like.device):
         raise ValueError(f"{name} is on {t.device} but the model's parameters are on {like.device}; "
                          f"move it with .to({str(like.device)!r})")
     if t.dtype != like.dtype:
@@ -226,10 +230,18 @@ def id_tensor(name: str, value: object, *, device: torch.device | str | None = N
     t = value if isinstance(value, torch.Tensor) else _from_array_like(name, value, device)
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must have an integer dtype (ids), got {t.dtype}")
-    if device is not None and t.device != torch.device(device):
+    if device is not None and not same_device(t.device, device):
         raise ValueError(f"{name} is on {t.device} but the other inputs are on {torch.device(device)}; "
                          f"move it with .to({str(torch.device(device))!r})")
     return t
+
+
+def ids_in_range(name: str, ids: torch.Tensor, upper: int | None = None) -> torch.Tensor:
+    """Raise ``ValueError`` naming ``name`` unless every id is >= 0 (and < ``upper`` when given)."""
+    if ids.numel() and (int(ids.min()) < 0 or (upper is not None and int(ids.max()) >= upper)):
+        where = f"in [0, {upper})" if upper is not None else ">= 0"
+        raise ValueError(f"{name} must be ids {where}, got ids from {int(ids.min())} to {int(ids.max())}")
+    return ids
 
 
 def as_tensor(name: str, value: object, dtype: torch.dtype | None = None,
@@ -247,7 +259,17 @@ def same_device_dtype(**tensors: torch.Tensor) -> None:
     items = list(tensors.items())
     first_name, first = items[0]
     for name, t in items[1:]:
-        if t.device != first.device:
+        if not same_device(t.device, first.device):
             raise ValueError(f"{name} is on {t.device} but {first_name} is on {first.device}")
         if t.dtype != first.dtype:
             raise ValueError(f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}")
+
+
+def listed(name: str, value: object, what: str) -> tuple:
+    """``value`` (a list, tuple or other iterable) as a tuple. One item where a list is expected (a spec,
+    a dict, a string, which would be iterated letter by letter) is refused with a ``TypeError`` naming
+    ``name`` and saying ``what`` the list holds."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        one = repr(value) if isinstance(value, str) else f"one {type(value).__name__}"
+        raise TypeError(f"{name} must be a list of {what}, got {one}: put it in a list, [...]")
+    return tuple(value)

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from memcap._checks import positive_int
+from memcap._checks import listed, positive_int
 from memcap.device import describe, pick_device
 from memcap.train import AoTSpec, MHASpec, TrainConfig, train_models
 
@@ -63,6 +63,7 @@ def run_bench(workloads: tuple[str, ...] = WORKLOADS, *, models: int = 16, steps
     the command line to record (default: this process's own arguments).
     """
     k, S = positive_int("models", models), positive_int("steps", steps)
+    workloads = listed("workloads", workloads, f"workload names from {WORKLOADS}")
     dev = pick_device(device)
     out = {"hardware": describe(dev), "command": command if command is not None else "python -m memcap " + " ".join(sys.argv[1:]),
            "models": k, "steps": S, "workloads": {}}

@@ -29,12 +29,13 @@ from memcap._checks import (
     check_precision,
     check_shape,
     check_tensor,
+    float_input,
     float_tensor,
     id_tensor,
     positive_int,
     same_device_dtype,
 )
-from memcap.device import exact_dtype
+from memcap.device import exact_dtype, same_device
 
 __all__ = [
     "MAX_SEQUENCES", "sinusoidal_positions", "MemorizationTask", "mahdavi_task", "all_sequences",
@@ -144,6 +145,15 @@ class MemorizationTask:
     classes: int | None = None
 
     def __post_init__(self) -> None:
+        given = [getattr(self, k) for k in ("contexts", "queries", "labels")]
+        like = next((v for v in given[:2] if isinstance(v, torch.Tensor) and v.is_floating_point()), None)
+        for name in ("contexts", "queries"):   # arrays and nested lists: converted once, like the tensors
+            if not isinstance(getattr(self, name), torch.Tensor):
+                object.__setattr__(self, name, float_input(name, getattr(self, name), like))
+                like = getattr(self, name) if like is None else like
+        if not isinstance(self.labels, torch.Tensor):
+            object.__setattr__(self, "labels", id_tensor("labels", self.labels, device=self.queries.device)
+                               if self.classes is not None else float_input("labels", self.labels, self.queries))
         for name in ("contexts", "queries"):
             t = check_tensor(name, getattr(self, name))
             if not t.is_floating_point():
@@ -162,7 +172,7 @@ class MemorizationTask:
         same_device_dtype(contexts=self.contexts, queries=self.queries)
         check_tensor("labels", self.labels)
         check_finite("labels", self.labels)
-        if self.labels.device != self.queries.device:
+        if not same_device(self.labels.device, self.queries.device):
             raise ValueError(f"labels is on {self.labels.device} but queries is on {self.queries.device}")
         if self.classes is not None:
             C = positive_int("classes", self.classes)

@@ -12,7 +12,8 @@ import sys
 
 import torch
 
-__all__ = ["EXACT_DTYPE", "pick_device", "train_dtype", "exact_dtype", "describe", "report"]
+__all__ = ["EXACT_DTYPE", "pick_device", "canonical_device", "same_device", "train_dtype", "exact_dtype",
+           "describe", "report"]
 
 EXACT_DTYPE = torch.float64
 """dtype of the constructions: their claims are equalities, checked to ~1e-6."""
@@ -46,6 +47,36 @@ def pick_device(prefer: str | None = None) -> torch.device:
     if kind == "mps" and not _mps_available():
         raise ValueError(f"device {choice!r} requested but MPS is not available on this machine")
     return torch.device(choice)
+
+
+def canonical_device(device: torch.device | str) -> torch.device:
+    """``device`` in one canonical form, type and index, so that two names of one device compare equal.
+
+    ``cuda`` means the current CUDA device (``cuda:0`` unless changed; what a tensor made on ``cuda``
+    reports), ``mps`` means ``mps:0``, and every CPU index is the one CPU (``cpu``, as CPU tensors report).
+    ``torch.device("cuda") != torch.device("cuda:0")`` in torch: compare devices with :func:`same_device`.
+    """
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or a torch.device, got {type(device).__name__}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a device such as 'cuda', 'cuda:1', 'mps' or 'cpu', "
+                         f"got {device!r}: {err}") from None
+    if dev.type == "cpu":
+        return torch.device("cpu")
+    if dev.index is not None:
+        return dev
+    index = torch.cuda.current_device() if dev.type == "cuda" and torch.cuda.is_available() else 0
+    return torch.device(dev.type, index)
+
+
+def same_device(a: torch.device | str, b: torch.device | str) -> bool:
+    """Whether ``a`` and ``b`` name the same device (``cuda`` and ``cuda:0`` do; see :func:`canonical_device`).
+
+    The one device comparison of memcap: every check that a tensor is where it was asked to be uses it.
+    """
+    return canonical_device(a) == canonical_device(b)
 
 
 def train_dtype(device: torch.device | str | None = None) -> torch.dtype:

@@ -11,7 +11,8 @@ enough to take about a second:
 * on a GPU, training there agrees with training on the CPU (float64, to 1e-6);
 
 and finally the stacked-vs-loop benchmark of :mod:`memcap.bench`. Without a GPU it says so and checks
-the CPU path. The exit status is 0 when every check passes and 1 otherwise.
+the CPU path. The exit status is 0 when every check passes and 1 otherwise; the checks fail by raising,
+never by ``assert`` (which ``python -O`` strips), and compare devices with :func:`memcap.device.same_device`.
 """
 from __future__ import annotations
 
@@ -24,10 +25,21 @@ import torch
 
 from memcap import bench, data, models
 from memcap.construct import dana, mahdavi
-from memcap.device import _mps_available, exact_dtype, pick_device, report
+from memcap.device import _mps_available, exact_dtype, pick_device, report, same_device
 from memcap.train import AoTSpec, MHASpec, TrainConfig, aot_forward_stacked, mha_forward_stacked, train_models
 
 __all__ = ["CHECKS", "gpu_status", "run_doctor", "add_subcommand"]
+
+
+class _CheckFailed(Exception):
+    """A doctor check found the device's result wrong (raised by :func:`_require`, never by ``assert``)."""
+
+
+def _require(condition: bool, message: str) -> None:
+    """Raise :class:`_CheckFailed` with ``message`` unless ``condition``: an ``assert`` would vanish under
+    ``python -O`` and let a failing check pass."""
+    if not condition:
+        raise _CheckFailed(message)
 
 
 def gpu_status() -> str:
@@ -55,8 +67,8 @@ def _check_theorem1(dev: torch.device) -> str:
     task = data.mahdavi_task(T, n, d, task="regression", generator=torch.Generator().manual_seed(0),
                              dtype=exact_dtype(dev), device=dev)
     built = mahdavi.theorem1_construction(task.contexts, task.queries, task.labels, heads=H, head_dim=n)
-    assert built.params.device == dev, f"weights on {built.params.device}, not {dev}"
-    assert built.max_error <= _tolerance(dev), f"max |y_hat - y| = {built.max_error:.2e}"
+    _require(same_device(built.params.device, dev), f"weights on {built.params.device}, not {dev}")
+    _require(built.max_error <= _tolerance(dev), f"max |y_hat - y| = {built.max_error:.2e}")
     return f"T = {T} labels, max |y_hat - y| = {built.max_error:.1e}"
 
 
@@ -66,9 +78,9 @@ def _check_corollary1(dev: torch.device) -> str:
     tokens, targets = data.association_task(5, 2, count=H * d_h + 2, generator=torch.Generator().manual_seed(1),
                                             device=dev)
     built = dana.corollary1_aot(tokens, targets, 5, heads=H, head_dim=d_h)
-    assert built.params.device == tokens.device, f"weights on {built.params.device}, not {tokens.device}"
+    _require(same_device(built.params.device, tokens.device), f"weights on {built.params.device}, not {tokens.device}")
     right = int((models.aot_forward(built.params, tokens).argmax(dim=1) == targets).sum())
-    assert right == len(targets), f"{right} of {len(targets)} associations right"
+    _require(right == len(targets), f"{right} of {len(targets)} associations right")
     return f"{right} of {len(targets)} associations right"
 
 
@@ -86,7 +98,7 @@ def _check_forwards(dev: torch.device) -> str:
     tokens = torch.randint(6, (3, 9, 3), generator=gen).to(dev)
     out = aot_forward_stacked(stacked, tokens)
     gap = max(gap, max(float((out[i] - models.aot_forward(p, tokens[i])).abs().max()) for i, p in enumerate(aot)))
-    assert gap <= 1e-5, f"stacked and plain forwards differ by {gap:.2e}"
+    _require(gap <= 1e-5, f"stacked and plain forwards differ by {gap:.2e}")
     return f"largest difference {gap:.1e} (float32)"
 
 
@@ -100,11 +112,11 @@ def _check_engine(dev: torch.device) -> str:
     for i, spec in enumerate(specs):
         alone = train_models([spec], cfg, keep_params=True)
         gap = max(gap, max(float(np.abs(w - stacked.params[i][name]).max()) for name, w in alone.params[0].items()))
-    assert gap <= 1e-4, f"stacked and one-by-one weights differ by {gap:.2e}"
+    _require(gap <= 1e-4, f"stacked and one-by-one weights differ by {gap:.2e}")
     tiny = train_models([AoTSpec(heads=1, head_dim=3, dim=3, vocab=3, seq_len=1)],
                         TrainConfig(steps=300, batch_size=None, lr=5e-2, schedule="constant", eval_every=10,
                                     device=str(dev)))
-    assert bool(tiny.memorized[0]), f"the 3 associations reached accuracy {tiny.accuracy[0]:.2f}, not 1"
+    _require(bool(tiny.memorized[0]), f"the 3 associations reached accuracy {tiny.accuracy[0]:.2f}, not 1")
     return f"stacked = one by one to {gap:.1e} (float32); 3 of 3 associations memorized in {tiny.steps[0]} steps"
 
 
@@ -118,7 +130,7 @@ def _check_against_cpu(dev: torch.device) -> str:
     runs = [train_models(spec, TrainConfig(steps=40, batch_size=8, lr=1e-2, dtype="float64", device=where,
                                            early_stop=False), keep_params=True) for where in ("cpu", str(dev))]
     gap = max(float(np.abs(w - runs[1].params[0][name]).max()) for name, w in runs[0].params[0].items())
-    assert gap <= 1e-6, f"weights trained on cpu and {dev} differ by {gap:.2e}"
+    _require(gap <= 1e-6, f"weights trained on cpu and {dev} differ by {gap:.2e}")
     return f"weights agree with the CPU's to {gap:.1e} (float64)"
 
 
@@ -150,7 +162,8 @@ def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps:
             detail = check(dev)
         except Exception as err:   # a failing check is reported, then the next one runs
             passed = False
-            out(f"FAIL  {name}: {type(err).__name__}: {err}")
+            cause = str(err) if isinstance(err, _CheckFailed) else f"{type(err).__name__}: {err}"
+            out(f"FAIL  {name}: {cause}")
             continue
         out(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
     if run_benchmark:
@@ -167,11 +180,18 @@ def _main(args: argparse.Namespace) -> int:
                            run_benchmark=not args.no_bench) else 1
 
 
+def _count(text: str) -> int:
+    """argparse type of ``--models`` and ``--steps``: an integer >= 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
 def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
     """Register ``doctor [--device DEV] [--models K] [--steps S] [--no-bench]`` on ``python -m memcap``."""
     parser = subparsers.add_parser("doctor", help="check the book's code path on this machine's device")
     parser.add_argument("--device", default=None, help="cuda, cuda:K, mps or cpu (default: pick_device())")
-    parser.add_argument("--models", type=int, default=8, help="models in the benchmark (default 8)")
-    parser.add_argument("--steps", type=int, default=50, help="steps in the benchmark (default 50)")
+    parser.add_argument("--models", type=_count, default=8, help="models in the benchmark (default 8)")
+    parser.add_argument("--steps", type=_count, default=50, help="steps in the benchmark (default 50)")
     parser.add_argument("--no-bench", action="store_true", help="skip the stacked-vs-loop benchmark")
     parser.set_defaults(run=_main)

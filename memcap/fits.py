@@ -73,10 +73,16 @@ def r_squared(y: Sequence[float], y_hat: Sequence[float]) -> float:
 
 
 def poly_fit(x: Sequence[float], y: Sequence[float], degree: int) -> PolyFit:
-    """Least-squares polynomial of the given degree; needs at least ``degree + 1`` points."""
+    """Least-squares polynomial of the given degree; needs at least ``degree + 1`` distinct ``x``."""
     if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 0:
         raise ValueError(f"degree must be a non-negative integer, got {degree!r}")
     xa, ya = _xy(x, y, int(degree) + 1)
+    distinct = np.unique(xa).size
+    if distinct < int(degree) + 1:
+        raise ValueError(f"x must have at least degree + 1 = {int(degree) + 1} distinct values for a fit of "
+                         f"degree {int(degree)}, got {distinct} (x = {xa[0]:g} for every point)"
+                         if distinct == 1 else f"x must have at least degree + 1 = {int(degree) + 1} distinct "
+                         f"values for a fit of degree {int(degree)}, got {distinct}")
     coef = np.polynomial.polynomial.polyfit(xa, ya, int(degree))
     fit = PolyFit(tuple(float(c) for c in coef), 0.0)
     return PolyFit(fit.coef, r_squared(ya, fit(xa)))
@@ -97,6 +103,8 @@ def non_saturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = 0.
     xa, ya = _xy(x, y, 1)
     ceiling = finite_real("ceiling", ceiling)
     floor = None if floor is None else finite_real("floor", floor)
+    if floor is not None and floor >= ceiling:
+        raise ValueError(f"floor must be below ceiling, got floor = {floor:g} >= ceiling = {ceiling:g}")
     order = np.argsort(xa)
     xa, ya = xa[order], ya[order]
     reached = np.nonzero(ya >= ceiling)[0]

@@ -29,7 +29,7 @@ from typing import Iterable
 import torch
 
 from memcap import _resolve
-from memcap._checks import check_bool, finite_real, nonnegative_real, positive_int, real_tensor
+from memcap._checks import check_bool, finite_real, listed, nonnegative_real, positive_int, real_tensor
 
 __all__ = [
     "DEFAULT_RTOL", "ASSUMPTION_SEED", "DEFAULT_MAX_SUBSETS",
@@ -257,7 +257,7 @@ def randomized_kruskal_rank(vectors: object, *, candidates: Iterable[int], subse
     threshold = _fraction("threshold", threshold)
     generator = _resolve.generator(generator)
     m, d = v.shape
-    ks = [positive_int("candidates", k) for k in candidates]
+    ks = [positive_int("candidates", k) for k in listed("candidates", candidates, "subset sizes k")]
     if not ks:
         raise ValueError("candidates must contain at least one subset size k")
     for k in ks:

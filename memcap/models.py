@@ -52,6 +52,7 @@ from memcap._checks import (
     positive_int,
     same_device_dtype,
 )
+from memcap.device import same_device
 
 __all__ = [
     "mha_parameter_names", "aot_parameter_names",
@@ -484,7 +485,7 @@ def _check_aot_inputs(params: AoTParams, tokens: object) -> torch.Tensor:
     array-like is placed there); return the tokens as a tensor."""
     if not isinstance(params, AoTParams):
         raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
-    if isinstance(tokens, torch.Tensor) and tokens.device != params.device:
+    if isinstance(tokens, torch.Tensor) and not same_device(tokens.device, params.device):
         raise ValueError(f"tokens is on {tokens.device} but params are on {params.device}")
     tokens = id_tensor("tokens", tokens, device=params.device)
     check_shape("tokens", tokens, (None, params.seq_len), "(B, S)")

@@ -126,6 +126,20 @@ def _batched(fn, inputs: torch.Tensor, batch: int = 256) -> torch.Tensor:
         return torch.cat([fn(inputs[i:i + batch]) for i in range(0, len(inputs), batch)])
 
 
+def _part(name: str, value: object, part: str, keys: tuple[str, ...]) -> dict:
+    """``value`` checked to be the ``part`` section of a profile (a dict with ``keys``), not the whole
+    profile nor anything else: a careless call names the argument and what to pass."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be the {part!r} part of a profile (a dict), got {type(value).__name__}")
+    if part in value and not all(k in value for k in keys):
+        raise ValueError(f"{name} must be the {part!r} part of a profile, got a whole profile: pass "
+                         f"profile[{part!r}]")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} must be the {part!r} part of a profile, with {list(keys)}; it lacks {missing}")
+    return value
+
+
 def _run_on(device: torch.device | str | None, seed: object) -> tuple[torch.device, int]:
     return _resolve.device(device), nonnegative_int("seed", seed)
 
@@ -135,6 +149,7 @@ def vit_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int
     attention layer with skip on it (``"random_attention"``, one head, Glorot init), the first block of
     the random ViT (``"random_vit"``) and of the same ViT trained on the digits (``"trained_vit"``).
     ``cfg``: the ``"vit"`` part of a profile. ``info``: accuracies, losses, n, d, T."""
+    cfg = _part("cfg", cfg, "vit", ("config", "train", "held_out"))
     device, seed = _run_on(device, seed)
     images, labels = load_digits(device=device)
     config = ViTConfig(**cfg["config"])
@@ -163,6 +178,7 @@ def gpt_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int
     """Table 3's GPT columns: layers 0 and 1 of a random GPT-like model (keys ``("gpt", "random", 0)``,
     ``("gpt", "random", 1)``) and of the same model trained on the English text (``"trained"``), on T
     random byte windows of n tokens; the query is the last token. ``cfg``: the ``"gpt"`` part of a profile."""
+    cfg = _part("cfg", cfg, "gpt", ("config", "train", "examples"))
     device, seed = _run_on(device, seed)
     tokens = byte_tokens(english_text(), device="cpu")
     config = GPTConfig(**cfg["config"])
@@ -188,6 +204,7 @@ def bert_layers(cfg: dict, *, device: torch.device | str | None = None, seed: in
     and of the same architecture re-initialised (``"random"``), on T passages ``[CLS] A [SEP] B`` of n
     WordPiece tokens of the English text; the query is ``[CLS]``. ``None`` when the model's package is
     not installed. ``cfg``: the ``"bert"`` part of a profile."""
+    cfg = _part("cfg", cfg, "bert", ("context_size", "examples"))
     device, seed = _run_on(device, seed)
     if minilm_dir() is None:
         return None
@@ -219,6 +236,7 @@ def reports(layers: Layers, tests: dict, *, seed: int = 0, shifted: bool = True)
     also test Assumption 3."""
     if not isinstance(layers, Layers):
         raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
+    tests = _part("tests", tests, "tests", ("subsets", "threshold", "kruskal_subsets"))
     seed, shifted = nonnegative_int("seed", seed), check_bool("shifted", shifted)
     out = {}
     for i, key in enumerate(layers.contexts):
@@ -267,6 +285,7 @@ def figure1(layers: Layers, tests: dict, *, seed: int = 0) -> dict:
     :func:`figure1_sizes`, with ``tests["fig1_subsets"]`` subsets per size."""
     if not isinstance(layers, Layers):
         raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
+    tests = _part("tests", tests, "tests", ("fig1_step", "fig1_subsets", "threshold"))
     seed = nonnegative_int("seed", seed)
     out = {}
     for i, key in enumerate(layers.queries):

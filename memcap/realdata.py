@@ -22,7 +22,7 @@ import importlib.util
 import torch
 
 from memcap import _resolve
-from memcap._checks import check_shape, id_tensor, nonnegative_int, positive_int
+from memcap._checks import check_shape, id_tensor, ids_in_range, nonnegative_int, positive_int
 
 __all__ = ["DIGITS_SIDE", "DIGITS_LEVELS", "digits_available", "load_digits", "english_text", "byte_tokens",
            "text_windows", "sentence_pairs"]
@@ -76,7 +76,7 @@ def byte_tokens(text: str, *, device: torch.device | str | None = None) -> torch
 
 def _stream(tokens: object) -> torch.Tensor:
     """A token stream: ``(L,)`` integer ids, L >= 1."""
-    return check_shape("tokens", id_tensor("tokens", tokens), (None,), "(L,)")
+    return ids_in_range("tokens", check_shape("tokens", id_tensor("tokens", tokens), (None,), "(L,)"))
 
 
 def text_windows(tokens: torch.Tensor, length: int, count: int, *,

@@ -31,12 +31,27 @@ from typing import Iterable, Mapping
 import numpy as np
 import torch
 
-from memcap import bounds, linalg
-from memcap._checks import check_shape, check_tensor, positive_int, positive_real
+from memcap import _resolve, bounds, linalg
+from memcap._checks import (
+    check_shape,
+    finite_real,
+    id_tensor,
+    ids_in_range,
+    listed,
+    nonnegative_int,
+    positive_int,
+    positive_real,
+    real_tensor,
+)
 from memcap.construct import dana, mahdavi
 from memcap.data import association_task, sinusoidal_positions
 from memcap.models import AoTParams, MHAParams, aot_attention, aot_forward, init_aot
 from memcap.train import AoTSpec, MHASpec
+
+__all__ = ["DTYPE", "RANK_MARGIN", "token_inputs", "aot_from_mha", "Hypothesis", "mahdavi_hypotheses", "Bound",
+           "mahdavi_bound", "last_token_count", "dana_bound", "dana_table", "dana_association_aot",
+           "mahdavi_association_aot", "mahdavi_classifier", "label_aware_head", "feature_rank", "TABLES",
+           "feature_rank_survey", "trained_aot_attention", "engine_param_count", "certified_fit"]
 
 DTYPE = torch.float64
 """Constructions and rank computations run in float64."""
@@ -50,13 +65,12 @@ chapter: both rounding terms are of order 1e-13 ||F|| in float64 at the sizes us
 # the map between the two settings
 
 
-def _tokens(tokens: object, vocab: int) -> torch.Tensor:
-    check_tensor("tokens", tokens)
-    if tokens.ndim != 2 or tokens.is_floating_point() or 0 in tokens.shape:
-        raise ValueError(f"tokens must be a (T, S) integer tensor of token ids, got {tuple(tokens.shape)} "
-                         f"{tokens.dtype}")
+def _tokens(tokens: object, vocab: int, device: torch.device | None = None) -> torch.Tensor:
+    """``tokens`` as (T, S) int64 ids in [0, vocab) (a tensor, array or nested list; arrays on ``device``)."""
+    tokens = check_shape("tokens", id_tensor("tokens", tokens, device=device), (None, None), "(T, S)")
     if int(tokens.min()) < 0 or int(tokens.max()) >= vocab:
-        raise ValueError(f"tokens must be ids in [0, N) = [0, {vocab})")
+        raise ValueError(f"tokens must be ids in [0, N) = [0, {vocab}), got ids from {int(tokens.min())} "
+                         f"to {int(tokens.max())}")
     return tokens.long()
 
 
@@ -67,11 +81,12 @@ def token_inputs(token_embedding: torch.Tensor, positional_embedding: torch.Tens
 
     ``token_embedding`` (N, d), ``positional_embedding`` (S, d), ``tokens`` (T, S) ids.
     """
-    check_tensor("token_embedding", token_embedding)
-    if token_embedding.ndim != 2:
-        raise ValueError(f"token_embedding must have shape (N, d), got {tuple(token_embedding.shape)}")
+    token_embedding = check_shape("token_embedding", real_tensor("token_embedding", token_embedding),
+                                  (None, None), "(N, d)")
     N, d = token_embedding.shape
-    tokens = _tokens(tokens, N).to(token_embedding.device)
+    tokens = _tokens(tokens, N, token_embedding.device)
+    positional_embedding = real_tensor("positional_embedding", positional_embedding, dtype=token_embedding.dtype,
+                                       device=token_embedding.device)
     check_shape("positional_embedding", positional_embedding, (tokens.shape[1], d), "(S, d)")
     x = token_embedding[tokens] + positional_embedding                          # (T, S, d)
     return x, x[:, -1]
@@ -96,10 +111,13 @@ def aot_from_mha(params: MHAParams, token_embedding: torch.Tensor, positional_em
     H, d, d_h, d_v = params.heads, params.dim, params.head_dim, params.value_dim
     if d_v > d_h:
         raise ValueError(f"d_v = {d_v} > d_h = {d_h}: an AoT head's W_O^h W_V^h has rank at most d_h")
-    check_shape("token_embedding", token_embedding, (None, d), "(N, d)")
-    N = token_embedding.shape[0]
-    check_shape("readout", readout, (N, params.out_dim), "(N, d_out)")
     like = {"dtype": params.dtype, "device": params.device}
+    token_embedding = check_shape("token_embedding", real_tensor("token_embedding", token_embedding, **like),
+                                  (None, d), "(N, d)")
+    N = token_embedding.shape[0]
+    positional_embedding = check_shape("positional_embedding", real_tensor("positional_embedding",
+                                       positional_embedding, **like), (None, d), "(S, d)")
+    readout = check_shape("readout", real_tensor("readout", readout, **like), (N, params.out_dim), "(N, d_out)")
     W_V = torch.zeros(H, d_h, d, **like)
     W_V[:, :d_v] = params.W_V.transpose(1, 2)                                   # (H, d_v, d) block
     W_O = torch.zeros(H, d, d_h, **like)
@@ -146,11 +164,13 @@ def mahdavi_hypotheses(contexts: torch.Tensor, queries: torch.Tensor) -> list[Hy
     the same last token) are reported as such: they make the Kruskal rank 1. Otherwise Assumption 1 is
     tested by :func:`memcap.linalg.check_assumption_1` (exact, or the paper's randomized test on large sets).
     """
-    check_tensor("contexts", contexts)
-    check_tensor("queries", queries)
-    if queries.ndim != 2 or contexts.ndim not in (2, 3) or contexts.shape[-1] != queries.shape[1]:
-        raise ValueError(f"contexts must be (T, n, d) or (n, d) and queries (T, d), got "
-                         f"{tuple(contexts.shape)} and {tuple(queries.shape)}")
+    contexts = real_tensor("contexts", contexts)
+    queries = real_tensor("queries", queries, device=contexts.device)
+    if contexts.ndim not in (2, 3):
+        raise ValueError(f"contexts must have shape (T, n, d) or (n, d), got {tuple(contexts.shape)}")
+    check_shape("contexts", contexts, (None,) * contexts.ndim, "(T, n, d)" if contexts.ndim == 3 else "(n, d)")
+    T = contexts.shape[0] if contexts.ndim == 3 else None
+    check_shape("queries", queries, (T, contexts.shape[-1]), "(T, d)")
     n, d = contexts.shape[-2:]
     out = [Hypothesis("n < d", n < d, "" if n < d else f"n = {n} >= d = {d}")]
     pair = _coinciding(queries.to(DTYPE))
@@ -191,9 +211,10 @@ def mahdavi_bound(heads: int, head_dim: int, contexts: torch.Tensor, queries: to
     H(min(1, d_h) - 1) + 1 = 1 example; when n >= d or Assumption 2 fails nothing is guaranteed (0).
     """
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
-    n = contexts.shape[-2]
+    hypotheses = mahdavi_hypotheses(contexts, queries)
+    n = real_tensor("contexts", contexts).shape[-2]
     value = bounds.mha_capacity(H, n, d_h)
-    failed = [h for h in mahdavi_hypotheses(contexts, queries) if not h.holds]
+    failed = [h for h in hypotheses if not h.holds]
     if not failed:
         return Bound("Mahdavi et al., Theorem 1", value, True, "", value)
     first = failed[0]
@@ -204,9 +225,7 @@ def mahdavi_bound(heads: int, head_dim: int, contexts: torch.Tensor, queries: to
 
 def last_token_count(tokens: torch.Tensor) -> int:
     """L, the number of distinct last tokens among the sequences ``tokens`` (T, S)."""
-    check_tensor("tokens", tokens)
-    if tokens.ndim != 2 or 0 in tokens.shape:
-        raise ValueError(f"tokens must have shape (T, S), got {tuple(tokens.shape)}")
+    tokens = ids_in_range("tokens", check_shape("tokens", id_tensor("tokens", tokens), (None, None), "(T, S)"))
     return int(torch.unique(tokens[:, -1]).numel())
 
 
@@ -221,6 +240,10 @@ def dana_bound(heads: int, head_dim: int, dim: int, tokens: torch.Tensor | None 
     Also refused by the theorem: d_h > d and S < 2.
     """
     H, d_h, d = positive_int("heads", heads), positive_int("head_dim", head_dim), positive_int("dim", dim)
+    if not isinstance(token_sequences, bool):
+        raise TypeError(f"token_sequences must be a bool, got {type(token_sequences).__name__}")
+    if tokens is not None:
+        tokens = ids_in_range("tokens", check_shape("tokens", id_tensor("tokens", tokens), (None, None), "(T, S)"))
     L = d if tokens is None else last_token_count(tokens)
     value = bounds.aot_capacity(H, d_h, d) - d + min(d, L)
     name = "Dana et al., Theorem 1"
@@ -246,21 +269,25 @@ def _circle(vocab: int, device: torch.device) -> torch.Tensor:
     return torch.stack([angle.cos(), angle.sin()], dim=1)
 
 
-def _targets(targets: object, count: int, vocab: int) -> torch.Tensor:
-    check_tensor("targets", targets)
-    check_shape("targets", targets, (count,), "(T,)")
-    if targets.is_floating_point() or (count and (int(targets.min()) < 0 or int(targets.max()) >= vocab)):
-        raise ValueError(f"targets must be integer ids in [0, N) = [0, {vocab})")
+def _targets(targets: object, count: int, vocab: int, device: torch.device | None = None,
+             name: str = "targets") -> torch.Tensor:
+    """``targets`` as (T,) int64 ids in [0, vocab) (a tensor, array or list; arrays on ``device``)."""
+    targets = check_shape(name, id_tensor(name, targets, device=device), (count,), "(T,)")
+    if int(targets.min()) < 0 or int(targets.max()) >= vocab:
+        raise ValueError(f"{name} must be integer ids in [0, {vocab}), got ids from {int(targets.min())} "
+                         f"to {int(targets.max())}")
     return targets.long()
 
 
 def dana_table(vocab: int, seq_len: int, *, dim: int, heads: int, head_dim: int,
-               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+               generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """A random association table as large as Dana et al.'s count allows on it: the largest T (from
     H d_h + d down) whose own T random sequences of [N]^S satisfy T <= H d_h + min(d, L_T), L_T their
-    distinct last tokens. Returns tokens (T, S) and uniform targets (T,), drawn with ``generator``."""
+    distinct last tokens. Returns tokens (T, S) and uniform targets (T,), drawn with ``generator``
+    (None: a fresh one seeded with 0), on its device."""
     N, S = positive_int("vocab", vocab), positive_int("seq_len", seq_len)
     H, d_h, d = positive_int("heads", heads), positive_int("head_dim", head_dim), positive_int("dim", dim)
+    generator = _resolve.generator(generator)
     T = min(H * d_h + d, N ** S)
     while True:
         tokens, targets = association_task(N, S, count=T, generator=generator, device=generator.device)
@@ -271,26 +298,26 @@ def dana_table(vocab: int, seq_len: int, *, dim: int, heads: int, head_dim: int,
 
 
 def dana_association_aot(tokens: torch.Tensor, targets: torch.Tensor, vocab: int, *, dim: int, heads: int,
-                         head_dim: int, generator: torch.Generator) -> dana.Theorem1AoT:
+                         head_dim: int, generator: torch.Generator | None = None) -> dana.Theorem1AoT:
     """Dana et al.'s construction for associations at any width d: an AoT whose argmax is ``targets``.
 
     The target sequence encoder is Proposition 3's circle (in the first two of d coordinates), each
     E(t) moved by a generic vector of length (1 - cos(2 pi / N)) / 8 in all d coordinates, as in the
     book's proof of Corollary 1 (the margin stays above 3/4 of the circle's); then
     :func:`memcap.construct.dana.theorem1_aot` solves for the output maps. Refused beyond
-    H d_h + min(d, L) sequences.
+    H d_h + min(d, L) sequences. ``generator`` draws the generic weights (None: a fresh one seeded with 0);
+    the result lives on the device of ``tokens``.
     """
     N = positive_int("vocab", vocab)
     d = positive_int("dim", dim)
     if d < 2:
         raise ValueError(f"the circle encoder needs d >= 2, got dim = {d}")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator (the construction draws generic weights)")
-    dev = generator.device
-    tokens = _tokens(tokens, N).to(dev)
-    targets = _targets(targets, tokens.shape[0], N).to(dev)
+    generator = _resolve.generator(generator)
+    tokens = _tokens(tokens, N)
+    dev = tokens.device
+    targets = _targets(targets, tokens.shape[0], N, dev)
     circle = dana.circle_sequence_encoder(targets, N, scale=1.0, dim=d)
-    move = torch.randn(tokens.shape[0], d, generator=generator, dtype=DTYPE, device=dev)
+    move = _resolve.randn((tokens.shape[0], d), generator, DTYPE, dev)
     move = move / move.norm(dim=1, keepdim=True) * (1 - math.cos(2 * math.pi / N)) / 8
     target = dana.SequenceEncoder(circle.unembedding, circle.embedding + move)
     return dana.theorem1_aot(target, tokens, heads=heads, head_dim=head_dim, generator=generator)
@@ -306,16 +333,20 @@ def mahdavi_association_aot(tokens: torch.Tensor, targets: torch.Tensor, *, toke
     :func:`aot_from_mha` with the circle as readout. Mahdavi et al.'s hypotheses are enforced by their
     construction: sequences that share a last token are refused (Assumption 1).
     """
+    token_embedding = check_shape("token_embedding", real_tensor("token_embedding", token_embedding, dtype=DTYPE),
+                                  (None, None), "(N, d)")
+    positional_embedding = real_tensor("positional_embedding", positional_embedding, dtype=DTYPE,
+                                       device=token_embedding.device)
     N = token_embedding.shape[0]
-    tokens = _tokens(tokens, N)
-    targets = _targets(targets, tokens.shape[0], N)
+    tokens = _tokens(tokens, N, token_embedding.device)
+    targets = _targets(targets, tokens.shape[0], N, token_embedding.device)
     if positive_int("head_dim", head_dim) < 2:
         raise ValueError("d_h >= 2 is needed: the circle labels are 2-dimensional and d_v <= d_h in an AoT")
-    contexts, queries = token_inputs(token_embedding.to(DTYPE), positional_embedding.to(DTYPE), tokens)
+    contexts, queries = token_inputs(token_embedding, positional_embedding, tokens)
     circle = _circle(N, contexts.device)
     built = mahdavi.theorem1_construction(contexts, queries, circle[targets.to(contexts.device)], heads=heads,
                                           head_dim=head_dim, value_dim=2, skip=True, generator=generator)
-    return aot_from_mha(built.params, token_embedding.to(DTYPE), positional_embedding.to(DTYPE), circle)
+    return aot_from_mha(built.params, token_embedding, positional_embedding, circle)
 
 
 def mahdavi_classifier(contexts: torch.Tensor, queries: torch.Tensor, labels: torch.Tensor, *, classes: int,
@@ -332,13 +363,11 @@ def mahdavi_classifier(contexts: torch.Tensor, queries: torch.Tensor, labels: to
     Returns one model's weights by name, float64, in the engine's shapes (check them with
     :func:`memcap.train.mha_forward_stacked`).
     """
-    check_tensor("contexts", contexts)
-    if contexts.ndim != 2:
-        raise ValueError(f"contexts must be the shared context (n, d), got {tuple(contexts.shape)}")
+    contexts = check_shape("contexts", real_tensor("contexts", contexts), (None, None), "(n, d)")
     n, d = contexts.shape
     C = positive_int("classes", classes)
-    check_shape("queries", queries, (None, d), "(T, d)")
-    labels = _targets(labels, queries.shape[0], C)
+    queries = check_shape("queries", real_tensor("queries", queries, device=contexts.device), (None, d), "(T, d)")
+    labels = _targets(labels, queries.shape[0], C, contexts.device, name="labels")
     pos = sinusoidal_positions(n + 1, d, dtype=DTYPE, device=contexts.device)
     E, e = contexts.to(DTYPE) + pos[1:], queries.to(DTYPE) + pos[0]
     built = mahdavi.theorem1_construction(E, e, labels.to(DTYPE), heads=heads, head_dim=head_dim, value_dim=1,
@@ -359,14 +388,12 @@ def label_aware_head(context: torch.Tensor, queries: torch.Tensor, labels: torch
     s = u^T e^(t) free per example, so the head returns x_2 + sigma(s_t)(x_1 - x_2), and the value reads
     a sigma(s_t) + b; s_t = logit((y_t - b) / a) with a, b putting every label strictly inside (b, a + b).
     """
-    check_tensor("context", context)
-    if context.ndim != 2 or context.shape[0] != 2:
-        raise ValueError(f"context must be a shared context of n = 2 tokens, shape (2, d), got "
-                         f"{tuple(context.shape)}")
+    context = check_shape("context", real_tensor("context", context), (2, None), "a shared context of n = 2 "
+                          "tokens, (2, d)")
     d = context.shape[1]
-    check_shape("queries", queries, (None, d), "(T, d)")
+    queries = check_shape("queries", real_tensor("queries", queries, device=context.device), (None, d), "(T, d)")
     T = queries.shape[0]
-    check_shape("labels", labels, (T,), "(T,)")
+    labels = check_shape("labels", real_tensor("labels", labels, device=context.device), (T,), "(T,)")
     E, e, y = context.to(DTYPE), queries.to(DTYPE), labels.to(DTYPE)
     if linalg.rank(E) < 2:
         raise ValueError("Assumption 2 fails: the two context tokens are linearly dependent")
@@ -378,10 +405,11 @@ def label_aware_head(context: torch.Tensor, queries: torch.Tensor, labels: torch
     p = (y - b) / a                                                        # in [1/4, 3/4]
     scores = torch.log(p / (1 - p))
     u = torch.linalg.lstsq(e, scores[:, None]).solution[:, 0]             # e u = scores (T <= d, full rank)
-    k = torch.linalg.lstsq(E, torch.tensor([[1.0], [0.0]], dtype=DTYPE)).solution[:, 0]   # E k = (1, 0)
-    v = torch.linalg.lstsq(E, torch.tensor([[a + b], [b]], dtype=DTYPE)).solution[:, 0]   # v^T x_1 = a + b
+    like = {"dtype": DTYPE, "device": E.device}
+    k = torch.linalg.lstsq(E, torch.tensor([[1.0], [0.0]], **like)).solution[:, 0]   # E k = (1, 0)
+    v = torch.linalg.lstsq(E, torch.tensor([[a + b], [b]], **like)).solution[:, 0]   # v^T x_1 = a + b
     return MHAParams(W_K=k.reshape(1, d, 1), W_Q=u.reshape(1, d, 1), W_V=v.reshape(1, d, 1),
-                     W_O=torch.eye(1, d, dtype=DTYPE), W_D=torch.eye(d, 1, dtype=DTYPE))
+                     W_O=torch.eye(1, d, **like), W_D=torch.eye(d, 1, **like))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -412,7 +440,7 @@ def feature_rank(params: AoTParams, tokens: torch.Tensor) -> dict:
     """
     if not isinstance(params, AoTParams):
         raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
-    tokens = _tokens(tokens, params.vocab).to(params.device)
+    tokens = _tokens(tokens, params.vocab, params.device)
     (T, S), L = tokens.shape, last_token_count(tokens)
     n = int(torch.unique(tokens).numel())
     H, d_h, d = params.heads, params.head_dim, params.dim
@@ -455,8 +483,17 @@ def feature_rank_survey(grid: Iterable[Mapping], *, seed: int = 0, draws: int = 
     a record can be recomputed alone.
     """
     draws = positive_int("draws", draws)
+    seed = nonnegative_int("seed", seed)
+    grid = listed("grid", grid, "grid points (dicts)")
     out = []
     for i, point in enumerate(grid):
+        if not isinstance(point, Mapping):
+            raise TypeError(f"grid must hold dicts (grid points), point {i} is a {type(point).__name__}")
+        missing = [k for k in ("vocab", "seq_len", "dim", "heads", "head_dim") if k not in point]
+        if missing:
+            raise ValueError(f"grid point {i} lacks {missing}")
+        if point.get("table", "all") not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}, got {point.get('table')!r} (grid point {i})")
         N, S, d = (positive_int(k, point[k]) for k in ("vocab", "seq_len", "dim"))
         H, d_h = positive_int("heads", point["heads"]), positive_int("head_dim", point["head_dim"])
         gen = torch.Generator().manual_seed(10_000 * seed + i)
@@ -485,13 +522,20 @@ def trained_aot_attention(spec: AoTSpec, params: Mapping[str, np.ndarray]) -> tu
     """
     if not isinstance(spec, AoTSpec):
         raise TypeError(f"spec must be an AoTSpec, got {type(spec).__name__}")
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict of one model's weights by name, got {type(params).__name__}")
     if spec.mlp_width or spec.shared_compression:
         raise ValueError("only the plain AoT of Eq. (2) is supported (mlp_width = 0, no shared compression)")
     names = ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U")
     missing = [k for k in names if k not in params]
     if missing:
         raise ValueError(f"params lacks the weights {missing}")
-    weights = AoTParams(*(torch.as_tensor(np.asarray(params[k]), dtype=DTYPE) for k in names))
+    N, S, d, H, d_h = spec.vocab, spec.seq_len, spec.dim, spec.heads, spec.head_dim
+    shapes = {"token_embedding": ((N, d), "(N, d)"), "positional_embedding": ((S, d), "(S, d)"),
+              "W_Q": ((H, d_h, d), "(H, d_h, d)"), "W_K": ((H, d_h, d), "(H, d_h, d)"),
+              "W_V": ((H, d_h, d), "(H, d_h, d)"), "W_O": ((H, d, d_h), "(H, d, d_h)"), "W_U": ((N, d), "(N, d)")}
+    weights = AoTParams(*(check_shape(f"params[{k!r}]", real_tensor(f"params[{k!r}]", params[k], dtype=DTYPE),
+                                      *shapes[k]) for k in names))
     tokens, targets = association_task(spec.vocab, spec.seq_len, count=spec.examples,
                                        generator=torch.Generator().manual_seed(spec.data_seed), device="cpu")
     with torch.no_grad():
@@ -520,7 +564,8 @@ def certified_fit(mse: float, examples: int, tol: float) -> bool | None:
     sqrt(mse) > tol (then the largest is), None in between (the mean alone cannot tell)."""
     T = positive_int("examples", examples)
     tol = positive_real("tol", tol)
-    if not (isinstance(mse, (int, float, np.floating)) and math.isfinite(mse) and mse >= 0):
+    mse = finite_real("mse", mse)
+    if mse < 0:
         raise ValueError(f"mse must be a finite non-negative number, got {mse!r}")
     if math.sqrt(T * mse) <= tol:
         return True

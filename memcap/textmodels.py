@@ -201,7 +201,12 @@ class BertConfig:
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":
         """Read the fields this class needs from a BERT ``config.json`` (other keys are ignored)."""
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        try:
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        except ValueError as err:   # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise ValueError(f"{path}: corrupt config file (not JSON: {err})") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: corrupt config file (a JSON {type(raw).__name__}, not an object)")
         if raw.get("hidden_act", "gelu") != "gelu" or raw.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(f"{path}: only hidden_act 'gelu' and learned absolute positions are supported")
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
@@ -277,8 +282,8 @@ class BertEncoder(nn.Module):
 
     def load_checkpoint(self, tensors: dict[str, torch.Tensor]) -> "BertEncoder":
         """Copy the weights of a BERT checkpoint (names as in the reference implementation, e.g.
-        ``encoder.layer.0.attention.self.query.weight``); raises ``KeyError`` naming a missing tensor and
-        ``ValueError`` naming a tensor of the wrong shape or with non-finite entries (a checkpoint may be
+        ``encoder.layer.0.attention.self.query.weight``); raises ``ValueError`` naming a missing tensor, a
+        tensor of the wrong shape or with non-finite entries (a checkpoint may be
         stored in half precision: it is copied into the float32 parameters). Returns ``self``."""
         if not isinstance(tensors, dict):
             raise TypeError(f"tensors must be a dict of checkpoint names to tensors, got {type(tensors).__name__}")
@@ -286,7 +291,7 @@ class BertEncoder(nn.Module):
         with torch.no_grad():
             for ours, theirs in self._checkpoint_names().items():
                 if theirs not in tensors:
-                    raise KeyError(f"checkpoint lacks {theirs!r} (needed for {ours})")
+                    raise ValueError(f"tensors: the checkpoint lacks {theirs!r} (needed for {ours})")
                 src = check_finite(f"tensors[{theirs!r}]", check_tensor(f"tensors[{theirs!r}]", tensors[theirs]))
                 if not src.is_floating_point():
                     raise TypeError(f"tensors[{theirs!r}] must have a floating-point dtype, got {src.dtype}")
@@ -335,38 +340,58 @@ _SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, 
 def read_safetensors(path: str | Path, names: set[str] | None = None) -> dict[str, torch.Tensor]:
     """Read tensors from a ``.safetensors`` file (an 8-byte little-endian header length, a JSON header
     of names, dtypes, shapes and byte offsets, then the raw little-endian data). ``names``: read only
-    these (default all). Returns CPU tensors; raises ``ValueError`` on a malformed file."""
+    these (default all). Returns CPU tensors; raises ``ValueError`` naming the file on a malformed one."""
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
+    if names is not None and (isinstance(names, str) or not all(isinstance(n, str) for n in names)):
+        raise TypeError(f"names must be a set of tensor names (str), got {names!r}")
     path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path must be a safetensors file, got {path} ({'a folder' if path.is_dir() else 'missing'})")
+    if path.stat().st_size < 8:
+        raise ValueError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        if len(buf) < 8:
-            raise ValueError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
         (size,) = struct.unpack("<Q", buf[:8])
         if size > len(buf) - 8:
             raise ValueError(f"{path}: header length {size} exceeds the file size")
-        header = json.loads(bytes(buf[8:8 + size]))
+        try:
+            header = json.loads(bytes(buf[8:8 + size]).decode("utf-8"))
+        except ValueError as err:   # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise ValueError(f"{path}: corrupt safetensors header (not JSON: {err})") from None
+        if not isinstance(header, dict):
+            raise ValueError(f"{path}: corrupt safetensors header (a JSON {type(header).__name__}, not an object)")
         base = 8 + size
         out = {}
         for name, info in header.items():
             if name == "__metadata__" or (names is not None and name not in names):
                 continue
-            if info["dtype"] == "BF16":
-                raw = np.frombuffer(buf, dtype=np.int16, count=math.prod(info["shape"]),
-                                    offset=base + info["data_offsets"][0]).copy()
-                out[name] = torch.from_numpy(raw).view(torch.bfloat16).reshape(info["shape"])
-                continue
-            if info["dtype"] not in _SAFETENSORS_DTYPES:
-                raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
-            dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
-            begin, end = info["data_offsets"]
-            count = math.prod(info["shape"])
-            if end - begin != count * dtype.itemsize:
-                raise ValueError(f"{path}: tensor {name!r} spans {end - begin} bytes, "
-                                 f"expected {count * dtype.itemsize}")
-            raw = np.frombuffer(buf, dtype=dtype, count=count, offset=base + begin).astype(dtype.newbyteorder("="))
-            out[name] = torch.from_numpy(raw.reshape(info["shape"]))
+            out[name] = _safetensor(path, buf, base, name, info)
     if names is not None and set(names) - set(out):
         raise ValueError(f"{path}: no tensors named {sorted(set(names) - set(out))}")
     return out
+
+
+def _safetensor(path: Path, buf: mmap.mmap, base: int, name: str, info: object) -> torch.Tensor:
+    """One tensor of a safetensors file, its header entry ``info`` checked against the file."""
+    ok = isinstance(info, dict) and isinstance(info.get("dtype"), str) and isinstance(info.get("shape"), list) \
+        and all(isinstance(k, int) and k >= 0 for k in info["shape"]) and isinstance(info.get("data_offsets"), list) \
+        and len(info["data_offsets"]) == 2 and all(isinstance(k, int) and k >= 0 for k in info["data_offsets"])
+    if not ok:
+        raise ValueError(f"{path}: corrupt header entry for tensor {name!r} (needs dtype, shape, data_offsets)")
+    if info["dtype"] != "BF16" and info["dtype"] not in _SAFETENSORS_DTYPES:
+        raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
+    dtype = np.dtype(np.int16 if info["dtype"] == "BF16" else _SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
+    begin, end = info["data_offsets"]
+    count = math.prod(info["shape"])
+    if end - begin != count * dtype.itemsize:
+        raise ValueError(f"{path}: tensor {name!r} spans {end - begin} bytes, expected {count * dtype.itemsize}")
+    if base + end > len(buf):
+        raise ValueError(f"{path}: tensor {name!r} ends at byte {base + end}, beyond the file's {len(buf)} bytes "
+                         f"(a truncated file)")
+    raw = np.frombuffer(buf, dtype=dtype, count=count, offset=base + begin).astype(dtype.newbyteorder("="))
+    if info["dtype"] == "BF16":
+        return torch.from_numpy(raw.copy()).view(torch.bfloat16).reshape(info["shape"])
+    return torch.from_numpy(raw.reshape(info["shape"]))
 
 
 def _is_punctuation(ch: str) -> bool:

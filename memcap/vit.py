@@ -154,8 +154,14 @@ def _examples(model: object, inputs: object, labels: object) -> tuple[torch.Tens
     labels = check_shape("labels", id_tensor("labels", labels, device=inputs.device), (None,), "(N,)")
     if len(inputs) != len(labels):
         raise ValueError(f"inputs and labels must have the same length, got {len(inputs)} and {len(labels)}")
-    if int(labels.min()) < 0:
-        raise ValueError(f"labels must be class ids >= 0, got {int(labels.min())}")
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        classes = model(inputs[:1]).shape[-1]   # the width of the logits: C classes, ids 0..C-1
+    model.train(was_training)
+    if int(labels.min()) < 0 or int(labels.max()) >= classes:
+        raise ValueError(f"labels must be class ids in [0, C) = [0, {classes}) (the model's {classes} logits), "
+                         f"got ids from {int(labels.min())} to {int(labels.max())}")
     return inputs, labels
 
 

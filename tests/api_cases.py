@@ -18,11 +18,14 @@ Where the public research API ends. Everything that computes on the models' tens
   tensors: ``plotting`` (figure style), ``site`` and ``course`` (Sphinx directives and page ids),
   ``edition`` (the student edition), ``grading`` and ``exercises`` (checkers of students' answers),
   ``__main__`` (the command line, argv strings);
-* modules other issues are editing, to be brought in after them: ``experiments.*`` (one module per
-  figure: profiles and grids over ``train``), ``sweep`` (executors and the results cache), ``synthesis``;
+* ``experiments.*`` (one module per figure: profiles and grids over ``train``) and ``sweep`` (executors
+  and the results cache), which take names, profiles, jobs and paths; ``train``'s implementation modules
+  (``train.loop``, ...), whose public names are ``memcap.train``'s;
 * private modules (``_checks``, ``_resolve``, ``_version``, ``_grading_kernel``).
 
-How to bring a module in (``synthesis`` next):
+Every module of :func:`all_modules` is either in :data:`PUBLIC_MODULES` or in :data:`OUTSIDE_MODULES`
+with its reason (``tests/test_bad_inputs.py`` checks, so a new module cannot slip past), and each case
+says which of the :data:`RULES` it exercises (:attr:`Case.rules`). How to bring a module in:
 
 1. Give it ``__all__``: exactly its own non-underscore top-level names (``tests/test_api.py`` checks);
    constants count, imported names do not.
@@ -58,7 +61,7 @@ PUBLIC_MODULES = (
     "memcap.construct.mahdavi", "memcap.construct.mahdavi_limits", "memcap.construct.dana",
     "memcap.construct.dana_features", "memcap.construct.relu_exact", "memcap.certify", "memcap.lookup",
     "memcap.train", "memcap.fits", "memcap.bench", "memcap.doctor", "memcap.realdata", "memcap.transformer",
-    "memcap.vit", "memcap.textmodels", "memcap.real_assumptions", "memcap.book",
+    "memcap.vit", "memcap.textmodels", "memcap.real_assumptions", "memcap.book", "memcap.synthesis",
 )
 """The modules whose ``__all__`` is memcap's public API (``memcap`` itself re-exports some of their names)."""
 
@@ -76,6 +79,10 @@ class Case:
     arguments (half precision, an integer dtype). ``elementwise``: tensor arguments that may have any
     shape (no "wrong shape" exists for them: elementwise maps, a model's free parameters, the inputs a
     training loop passes through to a model of any architecture, which the model itself refuses).
+    ``unranged``: id arguments that are exact integers of any sign (no range to leave); ``unbounded``: ids
+    with no upper bound (only a negative id is out of range). ``tensor_only``: the weights of a parameter
+    container (``MHAParams``, ``AoTParams``, ..., the engine's ``params`` dicts), which hold tensors as
+    documented and are not converted from arrays; every other tensor argument must accept an array.
     ``method``: the case calls this method of the class ``fn`` on ``build(device)["self"]`` with the other
     arguments. ``requires``: the import name of an optional package the call needs.
     """
@@ -87,6 +94,9 @@ class Case:
     reals: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
     elementwise: tuple[str, ...] = field(default=())
+    unranged: tuple[str, ...] = ()
+    unbounded: tuple[str, ...] = ()
+    tensor_only: tuple[str, ...] = ()
     method: str = ""
     requires: str = ""
 
@@ -106,12 +116,99 @@ class Case:
             return f"{self.name} needs the optional package {self.requires!r}, which is not installed"
         return None
 
+    @property
+    def rules(self) -> frozenset[str]:
+        """The input rules (:data:`RULES`) that ``tests/test_bad_inputs.py`` and ``tests/test_api.py`` try on
+        this case, from the arguments it names."""
+        found = set()
+        if self.tensors or self.ids:
+            found |= {"empty", "wrong type", "wrong dtype"}
+        if [p for p in self.tensors if p not in self.elementwise] or self.ids:
+            found.add("wrong rank")
+        if self.tensors or self.reals:
+            found.add("non-finite")
+        if self.reals:
+            found.add("wrong type")
+        if [p for p in self.ids if p not in self.unranged]:
+            found.add("out-of-range integer")
+        if self.dtypes:
+            found.add("wrong dtype")
+        if not self.method and "generator" in _parameters(self.fn):
+            found.add("None generator")
+        return frozenset(found)
+
     def call(self, kwargs: dict) -> Any:
         """Make the call with ``kwargs`` (built by ``build``, perhaps with a bad argument put in)."""
         if not self.method:
             return self.fn(**kwargs)
         arguments = dict(kwargs)
         return getattr(arguments.pop("self"), self.method)(**arguments)
+
+
+RULES = ("non-finite", "wrong dtype", "wrong rank", "empty", "out-of-range integer", "wrong type", "None generator")
+"""The classes of bad input every public function answers alike (the README's "Use the library"): NaN/inf;
+half precision, bool, complex or float ids; a wrong number of axes; a zero-length axis; ids out of their
+range; a string where a number belongs or another object where a tensor is documented (arrays and nested
+lists are accepted there); and ``generator=None``, which means a fresh generator seeded with 0."""
+
+
+def _parameters(fn: Callable) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+def all_modules() -> list[str]:
+    """Every module of the memcap package except private ones (a name part starting with ``_``)."""
+    import pkgutil
+
+    import memcap
+
+    found = ["memcap"] + [m.name for m in pkgutil.walk_packages(memcap.__path__, "memcap.")]
+    return sorted(name for name in found if not any(part.startswith("_") for part in name.split(".")[1:]))
+
+
+OUTSIDE_MODULES: dict[str, str] = {
+    "memcap.construct": "a package of the construction modules (its modules are public modules)",
+    "memcap.plotting": "figure style: takes figures, axes and plotted values, never a model's tensors",
+    "memcap.site": "Sphinx directives and page ids (strings)",
+    "memcap.course": "the course guide's Sphinx directives (strings)",
+    "memcap.edition": "the student edition: paths and Markdown text",
+    "memcap.grading": "grades notebooks: paths, strings and integers (tests/test_grading.py, its CLI in "
+                      "tests/test_cli.py)",
+    "memcap.exercises": "checkers of students' answers: never raise, any answer is a verdict "
+                        "(tests/test_exercises.py tries every reference answer in other types)",
+    "memcap.exercises.checking": "the checkers' machinery (see memcap.exercises)",
+    "memcap.experiments": "profiles and grids over memcap.train (names, profiles; tests/test_experiments_*.py)",
+    "memcap.sweep": "executors and the results cache: jobs (dicts), paths, executor names (tests/test_sweep.py, "
+                    "tests/test_cache.py; command-line paths in tests/test_cli.py)",
+    "memcap.train.adam": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.forward": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.inspection": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.loop": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.prepare": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.schedule": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.specs": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.stack": "implementation of memcap.train (its public names are memcap.train's __all__)",
+}
+"""Modules whose functions are not the research API, with the reason; every other module of
+:func:`all_modules` is in :data:`PUBLIC_MODULES` (``tests/test_bad_inputs.py`` checks), so a new module
+cannot slip past. Chapter modules of ``memcap.exercises`` and figure modules of ``memcap.experiments`` are
+covered by their package's entry (matched by prefix)."""
+
+
+def classified(module: str) -> str | None:
+    """``"public"``, the reason a module is outside the research API, or None when it is neither."""
+    if module in PUBLIC_MODULES:
+        return "public"
+    for outside in sorted(OUTSIDE_MODULES, key=len, reverse=True):
+        if module == outside or (outside in ("memcap.exercises", "memcap.experiments")
+                                 and module.startswith(outside + ".")):
+            return OUTSIDE_MODULES[outside]
+    return None
 
 
 def public_callables() -> dict[str, Callable]:
@@ -133,6 +230,9 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.device.exact_dtype": "takes a device name (str), validated by pick_device",
     "memcap.device.describe": "takes a device name (str), validated by pick_device",
     "memcap.device.report": "takes a device name (str), validated by pick_device",
+    "memcap.device.canonical_device": "takes a device name (str or torch.device), refused otherwise "
+                                      "(tests/test_device.py)",
+    "memcap.device.same_device": "takes two device names, validated by canonical_device",
     # integer sizes only, validated by positive_int (tests of each module)
     "memcap.models.mha_param_count": "integer sizes only",
     "memcap.models.aot_param_count": "integer sizes only",
@@ -230,6 +330,13 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.real_assumptions.agreement": "dicts of reports and of the paper's verdicts",
     "memcap.real_assumptions.comparison_cells": "dicts of reports and of the paper's verdicts",
     "memcap.real_assumptions.paper_table3": "no arguments",
+    # memcap.synthesis (Part III): records, specs and grids of integers
+    "memcap.synthesis.Hypothesis": "the result of mahdavi_hypotheses",
+    "memcap.synthesis.Bound": "the result of mahdavi_bound / dana_bound",
+    "memcap.synthesis.dana_table": "integer sizes and a generator (None: seed 0, tests/test_synthesis.py)",
+    "memcap.synthesis.engine_param_count": "an MHASpec or AoTSpec (refused otherwise)",
+    "memcap.synthesis.feature_rank_survey": "a list of grid points (dicts of integer sizes; one dict, a missing "
+                                            "field or an unknown table refused: tests/test_synthesis.py)",
     # what the chapters use to show results: callables, strings, rows of cells
     "memcap.book.expect_refusal": "a callable, a regular expression and exception classes, each refused "
                                   "when invalid (tests/test_book_helpers.py)",
@@ -282,7 +389,7 @@ def _logits(dev: torch.device, rows: int = 4, n: int = 5, seed: int = 6) -> torc
 
 def cases() -> dict[str, Case]:
     """Every public callable with bad-input arguments, by its defining name."""
-    from memcap import book, bounds, certify, data, fits, linalg, lookup, models, realdata, textmodels, train
+    from memcap import book, bounds, certify, data, fits, linalg, lookup, models, realdata, synthesis, textmodels, train
     from memcap import real_assumptions as ra
     from memcap import transformer as tf
     from memcap import vit as vt
@@ -379,9 +486,26 @@ def cases() -> dict[str, Case]:
                 "ids": torch.randint(20, (2, 5), generator=_gen(20)).to(dev),
                 "types": torch.tensor([[0, 0, 0, 1, 1]] * 2).to(dev)}
 
+    def syn_embedding(dev):
+        return torch.randn(7, 6, generator=_gen(32), dtype=F64).to(dev)
+
+    def syn_positions(dev):
+        return torch.randn(3, 6, generator=_gen(33), dtype=F64).to(dev)
+
+    def syn_tokens(dev, count=5, vocab=7, seq_len=3):
+        return torch.randint(vocab, (count, seq_len), generator=_gen(34)).to(dev)
+
+    def syn_mha(dev):
+        return models.init_mha(2, 6, 2, 2, 2, skip=True, generator=_gen(35), dtype=F64, device=dev)
+
+    def syn_trained(dev):
+        spec = train.AoTSpec(heads=1, head_dim=2, dim=3, vocab=4, seq_len=2, examples=5)
+        return {"spec": spec, "params": {k: v.numpy() for k, v in train._init_one(spec).items()}}
+
     listed = [
         # memcap.models
-        Case(models.MHAParams, model_params, tensors=models.mha_parameter_names),
+        Case(models.MHAParams, model_params, tensors=models.mha_parameter_names,
+             tensor_only=models.mha_parameter_names),
         Case(models.init_mha, lambda dev: {"heads": 2, "dim": 4, "head_dim": 2, "value_dim": 1, "out_dim": 1,
                                            "device": dev}, dtypes=("dtype",)),
         Case(models.mha_scores, mha_inputs, tensors=("W_K", "W_Q", "contexts", "queries")),
@@ -393,7 +517,7 @@ def cases() -> dict[str, Case]:
         Case(models.mha_forward, lambda dev: {"params": _mha(dev), "contexts": _mahdavi(dev)["contexts"],
                                               "queries": _mahdavi(dev)["queries"]}, tensors=("contexts", "queries")),
         Case(models.AoTParams, lambda dev: dict(zip(models.aot_parameter_names, _aot(dev).parameters())),
-             tensors=models.aot_parameter_names),
+             tensors=models.aot_parameter_names, tensor_only=models.aot_parameter_names),
         Case(models.init_aot, lambda dev: {"vocab": 5, "seq_len": 2, "dim": 3, "heads": 1, "head_dim": 2,
                                            "device": dev}, dtypes=("dtype",)),
         *[Case(fn, lambda dev: {"params": _aot(dev), "tokens": _tokens(dev)}, ids=("tokens",))
@@ -454,7 +578,7 @@ def cases() -> dict[str, Case]:
                                                            "mean_entropy": 0.5}, reals=("error_prob", "mean_entropy")),
         # memcap.construct.mahdavi
         Case(mahdavi.RankOneSeparator, lambda dev: {"u": _logits(dev)[0], "v": _logits(dev)[1], "vanish_on": (0,)},
-             tensors=("u", "v")),
+             tensors=("u", "v"), tensor_only=("u", "v")),
         Case(mahdavi.rank_one_separator, lambda dev: {**_context_query(dev), "vanish_on": [0]},
              tensors=("contexts", "queries")),
         Case(mahdavi.top_gap, lambda dev: {"logits": _logits(dev)}, tensors=("logits",), elementwise=("logits",)),
@@ -496,7 +620,7 @@ def cases() -> dict[str, Case]:
                                            "device": dev}, reals=("coordinate_sum",), dtypes=("dtype",)),
         Case(ml.ReLUParams, lambda dev: {"W_1": _logits(dev, 2, 3), "b_1": _logits(dev, 1, 3)[0],
                                          "W_2": _logits(dev, 3, 1), "b_2": _logits(dev, 1, 1)[0]},
-             tensors=("W_1", "b_1", "W_2", "b_2")),
+             tensors=("W_1", "b_1", "W_2", "b_2"), tensor_only=("W_1", "b_1", "W_2", "b_2")),
         Case(ml.relu_forward, lambda dev: {"params": ml.ReLUParams(_logits(dev, 2, 3), _logits(dev, 1, 3)[0],
                                                                    _logits(dev, 3, 1), _logits(dev, 1, 1)[0]),
                                            "inputs": relu_xy(dev)["inputs"]}, tensors=("inputs",)),
@@ -522,14 +646,14 @@ def cases() -> dict[str, Case]:
         Case(dana.association_targets, lambda dev: {"probs": _noisy(dev, entropy=0.0)}, tensors=("probs",)),
         Case(dana.SequenceEncoder, lambda dev: {"unembedding": encoder(dev).unembedding,
                                                 "embedding": encoder(dev).embedding},
-             tensors=("unembedding", "embedding")),
+             tensors=("unembedding", "embedding"), tensor_only=("unembedding", "embedding")),
         Case(dana.expected_kl, lambda dev: {"probs": _noisy(dev), "logits": _logits(dev, 16, 4),
                                             "prior": torch.full((16,), 1 / 16, dtype=F64).to(dev)},
              tensors=("probs", "logits", "prior")),
         Case(dana.minimize_kl, lambda dev: {"logits_fn": lambda p: p["L"],
                                             "init": {"L": torch.zeros(16, 4, dtype=F64).to(dev)},
                                             "probs": _noisy(dev), "steps": 2, "lr": 0.1},
-             tensors=("init.L", "probs"), reals=("lr",), elementwise=("init.L",)),
+             tensors=("init.L", "probs"), reals=("lr",), elementwise=("init.L",), tensor_only=("init.L",)),
         Case(dana.best_sequence_encoder, lambda dev: {"probs": _noisy(dev), "dim": 2, "steps": 2, "lr": 0.1,
                                                       "prior": torch.full((16,), 1 / 16, dtype=F64).to(dev)},
              tensors=("probs", "prior"), reals=("lr",)),
@@ -572,9 +696,11 @@ def cases() -> dict[str, Case]:
              tensors=("step", "total_steps"), reals=("warmup_fraction", "start_factor"),
              elementwise=("step", "total_steps")),
         Case(train.mha_forward_stacked, stacked_mha,
-             tensors=tuple(f"params.{n}" for n in models.mha_parameter_names) + ("contexts", "queries")),
+             tensors=tuple(f"params.{n}" for n in models.mha_parameter_names) + ("contexts", "queries"),
+             tensor_only=tuple(f"params.{n}" for n in models.mha_parameter_names)),
         Case(train.aot_forward_stacked, stacked_aot,
-             tensors=tuple(f"params.{n}" for n in models.aot_parameter_names), ids=("tokens",)),
+             tensors=tuple(f"params.{n}" for n in models.aot_parameter_names), ids=("tokens",),
+             tensor_only=tuple(f"params.{n}" for n in models.aot_parameter_names)),
         Case(train.trained_attention, trained, tensors=tuple(f"params.{n}" for n in ("W_K", "W_Q", "W_E", "b_E"))),
         # memcap.fits
         Case(fits.r_squared, lambda dev: {"y": xy(dev)["y"], "y_hat": xy(dev)["y"] * 0.9}, tensors=("y", "y_hat")),
@@ -601,11 +727,12 @@ def cases() -> dict[str, Case]:
                                                      "columns": torch.tensor([0, 4]).to(dev), "margin": 0.5},
              ids=("columns",), reals=("margin",)),
         Case(certify.positive_definite, lambda dev: {"matrix": torch.tensor([[2, 1], [1, 2]]).to(dev)},
-             ids=("matrix",)),
+             ids=("matrix",), unranged=("matrix",)),
         # memcap.construct.dana_features
         Case(df.feature_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2, "head_dim": 2},
-             ids=("tokens",)),
-        Case(df.attention_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2}, ids=("tokens",)),
+             ids=("tokens",), unbounded=("tokens",)),
+        Case(df.attention_count, lambda dev: {"tokens": sequences(dev), "dim": 3, "heads": 2}, ids=("tokens",),
+             unbounded=("tokens",)),
         Case(df.rank_one_witness, lambda dev: {"tokens": sequences(dev), "vocab": 3, "dim": 3, "heads": 2,
                                                "scales": torch.tensor([0.5, 1.0, 2.0], dtype=F64).to(dev)},
              ids=("tokens",), tensors=("scales",)),
@@ -616,14 +743,16 @@ def cases() -> dict[str, Case]:
         Case(df.corollary1_build, lambda dev: {"tokens": association(dev)[0], "targets": association(dev)[1],
                                                "vocab": 5, "heads": 3, "head_dim": 2, "scale": 1.0},
              ids=("tokens", "targets"), reals=("scale",)),
-        Case(df.contains_grid, lambda dev: {"tokens": sequences(dev, 2, 3), "k": 2}, ids=("tokens",)),
+        Case(df.contains_grid, lambda dev: {"tokens": sequences(dev, 2, 3), "k": 2}, ids=("tokens",),
+             unbounded=("tokens",)),
         Case(df.tight_sets, lambda dev: {"tokens": sequences(dev), "dim": 2, "heads": 2, "head_dim": 2},
-             ids=("tokens",)),
+             ids=("tokens",), unbounded=("tokens",)),
         # memcap.construct.relu_exact: exact numbers, so integer tensors (ids) stand for the inputs
-        Case(rx.exact_activation_patterns, lambda dev: {"points": relu_points(dev)}, ids=("points",)),
+        Case(rx.exact_activation_patterns, lambda dev: {"points": relu_points(dev)}, ids=("points",),
+             unranged=("points",)),
         Case(rx.exact_relu_residual_bound, lambda dev: {"points": relu_points(dev), "hidden": 1,
                                                         "labels": torch.tensor([1, -2, 3, 0, 2, -1]).to(dev)},
-             ids=("points", "labels")),
+             ids=("points", "labels"), unranged=("points", "labels")),
         # memcap.lookup
         Case(lookup.gram_union_bound, lambda dev: {"vocab": 4, "dim": 64, "threshold": 0.5}, reals=("threshold",)),
         Case(lookup.common_scale, lambda dev: {"vocab": 4, "constant": 0.1, "mean_entropy": 0.5},
@@ -643,9 +772,10 @@ def cases() -> dict[str, Case]:
         # memcap.realdata
         Case(realdata.load_digits, lambda dev: {"device": dev}, dtypes=("dtype",), requires="sklearn"),
         Case(realdata.text_windows, lambda dev: {"tokens": realdata.byte_tokens("abcdefghij", device=dev),
-                                                 "length": 3, "count": 4}, ids=("tokens",)),
+                                                 "length": 3, "count": 4}, ids=("tokens",), unbounded=("tokens",)),
         Case(realdata.sentence_pairs, lambda dev: {"tokens": torch.arange(100, 140).to(dev), "length": 13,
-                                                   "count": 2, "cls_id": 1, "sep_id": 2}, ids=("tokens",)),
+                                                   "count": 2, "cls_id": 1, "sep_id": 2}, ids=("tokens",),
+             unbounded=("tokens",)),
         # memcap.transformer: the modules' forward, and the initialisation with a real argument
         *[Case(cls, lambda dev, cls=cls: {"self": cls(4, 2).to(dev), "x": module_batch(dev)}, tensors=("x",),
                method="forward") for cls in (tf.SelfAttention, tf.Block, tf.AttentionWithSkip)],
@@ -682,6 +812,47 @@ def cases() -> dict[str, Case]:
         Case(ra.Layers, lambda dev: {"self": ra.Layers(), "key": "layer", "query_row": 0,
                                      "states": torch.randn(3, 2, 4, generator=_gen(22)).to(dev)},
              tensors=("states",), method="add"),
+        # memcap.synthesis
+        Case(synthesis.token_inputs, lambda dev: {"token_embedding": syn_embedding(dev),
+                                                  "positional_embedding": syn_positions(dev),
+                                                  "tokens": syn_tokens(dev)},
+             tensors=("token_embedding", "positional_embedding"), ids=("tokens",)),
+        Case(synthesis.aot_from_mha, lambda dev: {"params": syn_mha(dev), "token_embedding": syn_embedding(dev),
+                                                  "positional_embedding": syn_positions(dev),
+                                                  "readout": torch.randn(7, 2, generator=_gen(31),
+                                                                         dtype=F64).to(dev)},
+             tensors=("token_embedding", "positional_embedding", "readout")),
+        Case(synthesis.mahdavi_hypotheses, _context_query, tensors=("contexts", "queries")),
+        Case(synthesis.mahdavi_bound, lambda dev: {**_context_query(dev), "heads": 2, "head_dim": 3},
+             tensors=("contexts", "queries")),
+        Case(synthesis.last_token_count, lambda dev: {"tokens": syn_tokens(dev)}, ids=("tokens",),
+             unbounded=("tokens",)),
+        Case(synthesis.dana_bound, lambda dev: {"heads": 2, "head_dim": 2, "dim": 4, "tokens": syn_tokens(dev)},
+             ids=("tokens",), unbounded=("tokens",)),
+        Case(synthesis.dana_association_aot, lambda dev: {"tokens": syn_tokens(dev, 4, 5, 2),
+                                                          "targets": torch.tensor([0, 3, 1, 2]).to(dev),
+                                                          "vocab": 5, "dim": 3, "heads": 1, "head_dim": 1},
+             ids=("tokens", "targets")),
+        Case(synthesis.mahdavi_association_aot,
+             lambda dev: {"tokens": torch.tensor([[0, 1, 2], [3, 1, 4], [2, 2, 5]]).to(dev),
+                          "targets": torch.tensor([1, 0, 6]).to(dev), "token_embedding": syn_embedding(dev),
+                          "positional_embedding": syn_positions(dev), "heads": 1, "head_dim": 3},
+             tensors=("token_embedding", "positional_embedding"), ids=("tokens", "targets")),
+        Case(synthesis.mahdavi_classifier, lambda dev: {"contexts": _mahdavi(dev)["contexts"][0],
+                                                        "queries": _mahdavi(dev)["queries"][:3],
+                                                        "labels": torch.tensor([0, 2, 1]).to(dev), "classes": 3,
+                                                        "heads": 1, "head_dim": 3},
+             tensors=("contexts", "queries"), ids=("labels",)),
+        Case(synthesis.label_aware_head, lambda dev: {"context": _mahdavi(dev)["contexts"][0, :2],
+                                                      "queries": _mahdavi(dev)["queries"][:3],
+                                                      "labels": _mahdavi(dev)["labels"][:3]},
+             tensors=("context", "queries", "labels")),
+        Case(synthesis.feature_rank, lambda dev: {"params": _aot(dev), "tokens": sequences(dev, 5, 3)[:6]},
+             ids=("tokens",)),
+        Case(synthesis.trained_aot_attention, syn_trained,
+             tensors=tuple(f"params.{k}" for k in ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V",
+                                                   "W_O", "W_U"))),
+        Case(synthesis.certified_fit, lambda dev: {"mse": 1e-8, "examples": 16, "tol": 1e-2}, reals=("mse", "tol")),
         # memcap.book
         Case(book.sci, lambda dev: {"value": 0.0078, "digits": 1}, reals=("value",)),
         Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),

@@ -96,3 +96,13 @@ def test_module_input_converts_arrays_and_refuses_a_foreign_dtype():
         _checks.module_input("x", torch.ones(4, 2, dtype=torch.float64), weight)
     with pytest.raises(ValueError, match="x must be finite"):
         _checks.module_input("x", torch.full((4, 2), float("nan")), weight)
+
+
+def test_listed_refuses_one_item_where_a_list_is_expected():
+    assert _checks.listed("specs", [1, 2], "specs") == (1, 2) and _checks.listed("specs", iter([3]), "specs") == (3,)
+    with pytest.raises(TypeError, match=r"names must be a list of experiment names, got 'dana_fig4': put it in a"):
+        _checks.listed("names", "dana_fig4", "experiment names")
+    with pytest.raises(TypeError, match="grid must be a list of grid points, got one dict"):
+        _checks.listed("grid", {"vocab": 2}, "grid points")
+    with pytest.raises(TypeError, match="specs must be a list of specs, got one float"):
+        _checks.listed("specs", 0.5, "specs")

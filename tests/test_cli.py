@@ -238,3 +238,56 @@ def test_cache_command_reports_and_prunes(tmp_path, monkeypatch, capsys):
     assert f"pruned 1 files (stale, legacy, corrupt or partial entries) from {tmp_path}" in out
     assert cache.lookup("dana_fig4", jobs[0]).status == "current"
     assert cache.lookup("dana_fig4", jobs[1]).status == "missing"
+
+
+@pytest.mark.parametrize("command", [["cache"], ["cache", "--prune"], ["sweep", "dana_fig4"]])
+@pytest.mark.parametrize("where", ["flag", "environment", "below a file"])
+def test_a_cache_that_cannot_be_a_folder_is_refused_before_any_work(tmp_path, monkeypatch, capsys, command, where):
+    """``--cache`` or ``MEMCAP_CACHE`` naming a regular file (or a path below one): exit 2, one line, no job run."""
+    from memcap.__main__ import main
+
+    trainings = []
+    monkeypatch.setattr(memcap.train, "train_models", lambda *a, **k: trainings.append(a))
+    monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: _tiny_jobs(1))
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("not a folder")
+    path = a_file / "cache" if where == "below a file" else a_file
+    if where == "environment":
+        monkeypatch.setenv("MEMCAP_CACHE", str(path))
+        args = command
+    else:
+        monkeypatch.delenv("MEMCAP_CACHE", raising=False)
+        args = [*command, "--cache", str(path)]
+    assert main(["--threads", "1", *args]) == 2
+    err = capsys.readouterr().err
+    flag = "MEMCAP_CACHE" if where == "environment" else "--cache"
+    assert err.startswith(f"python -m memcap: error: {flag}: {path}") and f"{a_file} is a file, not a folder" in err
+    assert len(err.strip().splitlines()) == 1 and trainings == []
+    assert a_file.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["doctor", "--device", "cuda:7"], {}, "--device: device 'cuda:7' requested but CUDA is not available"),
+    (["doctor", "--device", "tpu"], {}, "--device: device must be one of"),
+    (["doctor", "--models", "0"], {}, "argument --models: must be a positive integer, got '0'"),
+    (["doctor"], {"MEMCAP_DEVICE": "tpu"}, "MEMCAP_DEVICE: device must be one of"),
+    (["sweep", "dana_fig4"], {"MEMCAP_DEVICE": "gpu"}, "MEMCAP_DEVICE: device must be one of"),
+    (["cache"], {"MEMCAP_CACHE": "pyproject.toml"}, "MEMCAP_CACHE: pyproject.toml is a file, not a folder"),
+])
+def test_bad_devices_and_paths_are_one_line_exit_2(args, env, message):
+    if "cuda:7" in args and __import__("torch").cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    out = subprocess.run([sys.executable, "-m", "memcap", "--threads", "1", *args], capture_output=True, text=True,
+                         env={**os.environ, **env}, timeout=120, cwd=ROOT)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_student_edition_output_that_is_a_file_is_refused(tmp_path, monkeypatch, capsys):
+    from memcap.__main__ import main
+
+    monkeypatch.chdir(ROOT)
+    target = tmp_path / "site"
+    target.write_text("")
+    assert main(["student-edition", "--output", str(target)]) == 2
+    assert capsys.readouterr().err.strip() == f"python -m memcap: error: --output: {target} is a file, not a folder"

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import inspect
 import math
 import re
+from typing import Any
 
 import jupytext
+import numpy as np
 import pytest
 import torch
 
@@ -161,6 +165,62 @@ def test_checker_passes_the_reference_solution(label, one_thread):
     result = run_check(label, *args, **named)
     assert result.passed, f"the reference solution of {label} fails its checker:\n{result.message}"
     assert re.fullmatch(r"\d+ cases?", result.message), result.message
+
+
+# --- right answers in other natural types are right --------------------------------------------------
+
+def _converted(value: Any, form: str) -> Any:
+    """``value`` as a student might give it: ``numpy`` (tensors as arrays, numbers and verdicts as NumPy
+    scalars), ``lists`` (tensors as nested lists) or ``column`` (vectors as columns); containers keep their
+    type, a function answer returns its results converted, other objects (records, SymPy) are kept."""
+    if isinstance(value, torch.Tensor):
+        if form == "numpy":
+            return value.detach().cpu().numpy()
+        if form == "lists":
+            return value.tolist()
+        return value[:, None] if value.dim() == 1 else value
+    if form == "numpy" and isinstance(value, (bool, int, float)):
+        return {bool: np.bool_, int: np.int64, float: np.float64}[type(value)](value)
+    if isinstance(value, dict):
+        return {k: _converted(v, form) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(_converted(v, form) for v in value)
+    if inspect.isfunction(value):
+        @functools.wraps(value)
+        def converted(*args, **kwargs):
+            return _converted(value(*args, **kwargs), form)
+        return converted
+    return value
+
+
+def _changes(value: Any, form: str) -> bool:
+    """Whether :func:`_converted` changes anything in ``value`` (a function: assumed to)."""
+    if inspect.isfunction(value):
+        return True
+    if isinstance(value, dict):
+        return any(_changes(v, form) for v in value.values())
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return any(_changes(v, form) for v in value)
+    if isinstance(value, torch.Tensor):
+        return form != "column" or value.dim() == 1
+    return form == "numpy" and isinstance(value, (bool, int, float))
+
+
+FORMS = ("numpy", "lists", "column")
+
+
+@pytest.mark.parametrize("label, form", [
+    # a slow reference (a training run) is computed once, for the form its answer (counts, records) can take
+    pytest.param(label, "numpy", marks=pytest.mark.slow) if label in SLOW_REFERENCES else (label, form)
+    for label in sorted(CHECKED) for form in (FORMS[:1] if label in SLOW_REFERENCES else FORMS)])
+def test_checker_passes_the_reference_solution_in_other_natural_types(label, form, one_thread):
+    """NumPy arrays and scalars, nested lists, columns: a right answer stays right in the types a student
+    may naturally use, and the verdict says so (never "could not be checked")."""
+    args, named = reference_answer(label)
+    if not _changes((args, named), form):
+        pytest.skip(f"{label}'s reference answer has nothing to convert to {form}")
+    result = run_check(label, *_converted(args, form), **_converted(named, form))
+    assert result.passed, f"the reference solution of {label}, converted to {form}, fails:\n{result.message}"
 
 
 # --- typical wrong answers are rejected with the right message -----------------------------------------
@@ -624,3 +684,24 @@ def test_every_chapter_with_exercises_is_in_a_problem_set_of_the_guide():
     listed = {c.strip() for line in block.group(1).splitlines() for c in line.partition(":")[2].split(",")}
     missing = sorted({r["doc"] for r in exercise_index(ROOT)} - listed)
     assert not missing, f"chapters with exercises missing from the guide's problem sets: {missing}"
+
+
+def test_a_message_never_shows_expected_and_got_equal():
+    """A wrong verdict given as ``numpy.bool_``, a count as ``numpy.int64``: the message tells them apart."""
+    from memcap.exercises.checking import Failure, fail
+
+    for expected, got in ((True, np.True_), ((10, 6), [10, 6]), (0.1 + 0.2, 0.3), (1, 1)):
+        with pytest.raises(Failure) as info:
+            fail("wrong", expected=expected, got=got)
+        lines = str(info.value).splitlines()
+        shown = [line.split(":", 1)[1].strip() for line in lines if line.strip().startswith(("expected", "got"))]
+        assert len(shown) == 2 and shown[0] != shown[1], lines
+
+
+def test_labels_and_answers_in_other_containers_never_raise(capsys):
+    """``check`` never raises: a label in a list is read as the label, another type is a failed result."""
+    assert check(["ex-mahdavi-skip-2"], np.array([-0.5, 2.5]))
+    assert check("ex-mahdavi-skip-2", [[-0.5], [2.5]]) and check("ex-mahdavi-skip-2", torch.tensor([[-0.5, 2.5]]))
+    refused = check({"label": 1}, 3)
+    assert not refused and "the exercise's label should be a string" in refused.message
+    capsys.readouterr()

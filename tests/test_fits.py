@@ -46,3 +46,12 @@ def test_errors_name_the_problem():
         fits.linear_fit([1, 2, np.nan], [1, 2, 3])
     with pytest.raises(ValueError, match="degree must be a non-negative integer"):
         fits.poly_fit([1, 2], [1, 2], -1)
+
+
+def test_careless_fits_are_refused_naming_the_argument():
+    with pytest.raises(ValueError, match=r"x must have at least degree \+ 1 = 2 distinct values.*x = 3 for every"):
+        fits.linear_fit([3, 3, 3], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="x must have at least degree \\+ 1 = 3 distinct values .* got 2"):
+        fits.poly_fit([1, 2, 2, 1], [1.0, 2.0, 3.0, 4.0], 2)
+    with pytest.raises(ValueError, match="floor must be below ceiling, got floor = 0.995 >= ceiling = 0.99"):
+        fits.non_saturated([1, 2, 3], [0.1, 0.5, 1.0], floor=0.995)

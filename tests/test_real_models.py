@@ -146,11 +146,23 @@ def test_bert_checkpoint_round_trip_through_safetensors(tmp_path) -> None:
         assert a.shape == (2, 7, 8) and torch.equal(a, b)
     with pytest.raises(ValueError, match="no tensors named"):
         textmodels.read_safetensors(path, {"missing"})
+    good = path.read_bytes()
+    for corrupt, message in ((good[:8] + b"{not json" + good[8 + len(raw) - len(b"{not json"):], "not JSON"),
+                             (good[:8] + b"[" + b" " * (len(raw) - 2) + b"]" + good[8 + len(raw):], "not an object"),
+                             (good[:-4], "beyond the file's"), (b"", "shorter than its 8-byte header")):
+        path.write_bytes(corrupt)
+        with pytest.raises(ValueError, match=f"{path}: .*{message}"):
+            textmodels.read_safetensors(path)
+    with pytest.raises(ValueError, match=r"path must be a safetensors file, got .* \(a folder\)"):
+        textmodels.read_safetensors(tmp_path)
+    (tmp_path / "config.json").write_text("{'hidden_size': 8")
+    with pytest.raises(ValueError, match="config.json: corrupt config file"):
+        textmodels.BertConfig.from_json(tmp_path / "config.json")
 
 
 def test_bert_checkpoint_errors() -> None:
     model = textmodels.BertEncoder(_tiny_bert(), layers=1)
-    with pytest.raises(KeyError, match="embeddings.word_embeddings.weight"):
+    with pytest.raises(ValueError, match="tensors: the checkpoint lacks 'embeddings.word_embeddings.weight'"):
         model.load_checkpoint({})
     with pytest.raises(ValueError, match="n <= max_position_embeddings = 10"):
         model.embed(torch.zeros(1, 11, dtype=torch.int64))
@@ -247,3 +259,27 @@ def test_comparison_cells_and_agreement() -> None:
     assert out["row", "assumption_3"].startswith("– / ")
     assert out["absent", "kruskal"] == "– / not installed"
     assert ra.agreement({"row": report}, paper) == (2, 3)
+
+
+def test_labels_beyond_the_models_classes_are_refused() -> None:
+    """Labels 1..C for a model of C classes: refused naming labels, never an IndexError or a silent score."""
+    model = vit.TinyViT(vit.ViTConfig(image_size=4, patch=2, dim=8, heads=2, depth=1, classes=3), generator=gen(6))
+    images = torch.rand(3, 4, 4, generator=gen(7))
+    for call in (lambda y: vit.accuracy(model, images, y),
+                 lambda y: vit.train_classifier(model, images, y, steps=1, batch_size=2, lr=1e-3)):
+        with pytest.raises(ValueError, match=r"labels must be class ids in \[0, C\) = \[0, 3\).* from 1 to 3"):
+            call([1, 2, 3])
+    assert 0.0 <= vit.accuracy(model, images, np.array([0, 1, 2])) <= 1.0
+
+
+def test_a_whole_profile_where_its_part_is_expected_is_refused() -> None:
+    _, profile = ra.settings("quick")
+    with pytest.raises(ValueError, match=r"cfg must be the 'vit' part of a profile, got a whole profile: pass "
+                                         r"profile\['vit'\]"):
+        ra.vit_layers(profile, device="cpu")
+    with pytest.raises(ValueError, match=r"cfg must be the 'gpt' part .* it lacks \['train'\]"):
+        ra.gpt_layers({"config": {}, "examples": 3}, device="cpu")
+    with pytest.raises(TypeError, match="tests must be the 'tests' part of a profile \\(a dict\\), got list"):
+        ra.reports(ra.Layers(), [])
+    with pytest.raises(ValueError, match="tests must be the 'tests' part of a profile, got a whole profile"):
+        ra.figure1(ra.Layers(), profile)

@@ -218,3 +218,29 @@ def test_certified_fit_uses_both_sides_of_the_mean():
     assert synthesis.certified_fit(2e-5, 16, 1e-2) is None         # 4.5e-3 < tol < 1.8e-2
     with pytest.raises(ValueError, match="mse"):
         synthesis.certified_fit(math.nan, 4, 1e-2)
+
+
+def test_careless_calls_are_refused_or_read_as_documented():
+    """Arrays and lists where tensors are documented, generator=None meaning seed 0, one grid point where a
+    list is expected, labels out of range, NaN embeddings: each answered as the library's rules say."""
+    seeded = synthesis.dana_table(3, 2, dim=2, heads=1, head_dim=2, generator=torch.Generator().manual_seed(0))
+    default = synthesis.dana_table(3, 2, dim=2, heads=1, head_dim=2)
+    assert all(torch.equal(a, b) for a, b in zip(seeded, default))
+    e = np.random.default_rng(0).normal(size=(7, 6))
+    pos = np.random.default_rng(1).normal(size=(3, 6))
+    tokens = [[0, 1, 2], [3, 1, 4]]
+    contexts, queries = synthesis.token_inputs(e, pos.tolist(), tokens)
+    assert contexts.shape == (2, 3, 6) and contexts.dtype == F64
+    with pytest.raises(ValueError, match="token_embedding must be finite"):
+        synthesis.token_inputs(np.where(np.arange(42).reshape(7, 6) == 5, np.nan, e), pos, tokens)
+    with pytest.raises(ValueError, match="contexts must be finite"):
+        synthesis.mahdavi_hypotheses(contexts.masked_fill(contexts > 1, math.inf), queries)
+    with pytest.raises(ValueError, match=r"labels must be integer ids in \[0, 3\), got ids from 1 to 3"):
+        synthesis.mahdavi_classifier(contexts[0], queries, torch.tensor([1, 3]), classes=3, heads=1, head_dim=3)
+    point = dict(vocab=4, seq_len=2, dim=3, heads=1, head_dim=1)
+    with pytest.raises(TypeError, match=r"grid must be a list of grid points \(dicts\), got one dict: put it in"):
+        synthesis.feature_rank_survey(point)
+    with pytest.raises(ValueError, match=r"mse must be a finite real number"):
+        synthesis.certified_fit(math.inf, 4, 1e-2)
+    with pytest.raises(TypeError, match="mse must be a real number, got '1e-3'"):
+        synthesis.certified_fit("1e-3", 4, 1e-2)

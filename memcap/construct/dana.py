@@ -41,13 +41,14 @@ from memcap._checks import (
     float_input,
     float_tensor,
     id_tensor,
+    ids_in_range,
     positive_int,
     positive_real,
     real_tensor,
 )
 from memcap.data import entropy as row_entropy
 from memcap.data import kl_divergence
-from memcap.device import exact_dtype
+from memcap.device import exact_dtype, same_device
 from memcap.models import AoTParams, aot_forward, aot_head_inputs, init_aot
 
 __all__ = [
@@ -101,6 +102,7 @@ def _tokens(tokens: object, vocab: int | None = None, device: torch.device | Non
         raise ValueError(f"tokens must have shape (T, S) with T, S >= 1, got {tuple(tokens.shape)}")
     if vocab is not None and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
         raise ValueError(f"tokens must be ids in [0, N) = [0, {vocab})")
+    ids_in_range("tokens", tokens)
     if torch.unique(tokens, dim=0).shape[0] != tokens.shape[0]:
         raise ValueError("tokens must hold pairwise distinct sequences t_{1:S} (a sequence cannot have two rows)")
     return tokens.to(torch.int64)
@@ -156,7 +158,7 @@ class SequenceEncoder:
         if self.unembedding.ndim != 2 or min(self.unembedding.shape) == 0:
             raise ValueError(f"unembedding must have shape (N, d), got {tuple(self.unembedding.shape)}")
         check_shape("embedding", self.embedding, (None, self.unembedding.shape[1]), "(T, d)")
-        if self.embedding.device != self.unembedding.device:
+        if not same_device(self.embedding.device, self.unembedding.device):
             raise ValueError(f"embedding is on {self.embedding.device} but unembedding is on "
                              f"{self.unembedding.device}")
 

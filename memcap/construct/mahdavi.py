@@ -37,13 +37,14 @@ from memcap._checks import (
     check_bool,
     check_shape,
     finite_real,
+    listed,
     nonnegative_int,
     nonnegative_real,
     positive_int,
     positive_real,
     real_tensor,
 )
-from memcap.device import exact_dtype
+from memcap.device import exact_dtype, same_device
 from memcap.models import MHAParams, mha_features, mha_forward
 
 __all__ = [
@@ -240,8 +241,10 @@ class RankOneSeparator:
             real_tensor(name, t)
             check_shape(name, t, (None,), "(d,)")
         check_shape("v", self.v, tuple(self.u.shape), "(d,)")
-        if self.v.device != self.u.device:
+        if not same_device(self.v.device, self.u.device):
             raise ValueError(f"v is on {self.v.device} but u is on {self.u.device}")
+        object.__setattr__(self, "vanish_on", tuple(nonnegative_int("vanish_on[i]", t) for t in
+                                                    listed("vanish_on", self.vanish_on, "example indices")))
 
     @property
     def matrix(self) -> torch.Tensor:

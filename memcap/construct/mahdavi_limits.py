@@ -31,7 +31,7 @@ import torch
 from memcap import _resolve, bounds
 from memcap._checks import check_shape, check_tensor, float_input, positive_int, positive_real
 from memcap.data import MemorizationTask
-from memcap.device import EXACT_DTYPE
+from memcap.device import EXACT_DTYPE, same_device
 from memcap.linalg import kruskal_rank, rank
 from memcap.models import MHAParams, mha_attention, mha_features, mha_forward
 
@@ -177,7 +177,7 @@ def fcn_inputs(contexts: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         flat = contexts.reshape(T, -1)                    # (T, n*d), rows e_1, ..., e_n in order
     else:
         raise ValueError(f"contexts must have shape (T, n, d) or shared (n, d), got {tuple(contexts.shape)}")
-    if contexts.device != queries.device or contexts.dtype != queries.dtype:
+    if not same_device(contexts.device, queries.device) or contexts.dtype != queries.dtype:
         raise ValueError("contexts and queries must share one device and dtype")
     return torch.cat([flat, queries], dim=1)              # (T, (n+1) d)
 
@@ -245,7 +245,7 @@ def fit_relu(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *, restart
     T, d_in = inputs.shape
     labels = _floating("labels", labels, inputs)
     check_shape("labels", labels, (T, None), "(T, d_out)")
-    if labels.dtype != inputs.dtype or labels.device != inputs.device:
+    if labels.dtype != inputs.dtype or not same_device(labels.device, inputs.device):
         raise ValueError(f"labels ({labels.dtype}, {labels.device}) must share the inputs' dtype and device "
                          f"({inputs.dtype}, {inputs.device})")
     m = positive_int("hidden", hidden)

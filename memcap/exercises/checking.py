@@ -11,20 +11,28 @@ answer (the shifted tokens sum to zero, the returned layer reproduces the labels
 Messages never print solution code. For a *numeric* answer they do not print the expected number
 either, since that number is the answer: they say whether the given value is too large or too small,
 and by what factor. For a *function* answer they print the failing case, the expected property and
-what the function gave.
+what the function gave. A message never shows "expected" and "got" that read the same (:func:`fail`
+then adds their types, or more digits).
+
+A right answer is right in every natural type (:func:`run_check` and :func:`tensor_answer`): NumPy
+arrays and scalars (``numpy.bool_`` verdicts, ``numpy.int64`` counts) are read as tensors and Python
+numbers, also inside dicts, lists and tuples and in what an answer function returns; where a checker
+expects a tensor, a nested list is accepted, and a column or a row where it expects a vector.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
+import sys
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 __all__ = ["Checker", "Failure", "Result", "call", "case", "checker", "close", "expect", "fail",
-           "numbers_by_key", "registry", "run_check"]
+           "numbers_by_key", "registry", "run_check", "tensor_answer"]
 
 _REGISTRY: dict[str, "Checker"] = {}
 
@@ -141,18 +149,34 @@ def _wrap(text: str) -> str:
                          break_on_hyphens=False)
 
 
+def _shown(expected: Any, got: Any) -> tuple[str, str]:
+    """How ``expected`` and ``got`` are printed; never the same text for both (a student who reads
+    "expected: True / got: True" learns nothing): their types are added, then full precision."""
+    texts = [v if isinstance(v, str) else _show(v) for v in (expected, got)]
+    if expected is None or got is None or texts[0] != texts[1]:
+        return texts[0], texts[1]
+    kinds = [type(v).__name__ for v in (expected, got)]
+    if kinds[0] != kinds[1]:
+        return f"{texts[0]} ({kinds[0]})", f"{texts[1]} ({kinds[1]})"
+    full = [repr(v) for v in (expected, got)]
+    if full[0] != full[1]:
+        return full[0][:200], full[1][:200]
+    return texts[0], f"{texts[1]} (the same value, judged wrong for the reason above)"
+
+
 def fail(what: str, *, expected: Any = None, got: Any = None, hint: str | None = None) -> NoReturn:
     """Stop the check: the answer is wrong because of ``what``.
 
     ``expected`` and ``got`` are printed when given (``expected`` may be a sentence describing a
-    property); ``hint`` says how to get it right without giving the solution.
+    property), never as the same text; ``hint`` says how to get it right without giving the solution.
     """
     where = f"in {_current_case[-1]}: " if _current_case else ""
     lines = [_wrap(f"{where}{what}")]
+    shown_expected, shown_got = _shown(expected, got)
     if expected is not None:
-        lines.append(f"  expected: {expected if isinstance(expected, str) else _show(expected)}")
+        lines.append(f"  expected: {shown_expected}")
     if got is not None:
-        lines.append(f"  got:      {got if isinstance(got, str) else _show(got)}")
+        lines.append(f"  got:      {shown_got}")
     if hint:
         lines.append(_wrap(f"hint: {hint}"))
     raise Failure("\n".join(lines))
@@ -206,6 +230,33 @@ def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: flo
     fail(f"{what} is {side}", got=value, hint=hint)
 
 
+def tensor_answer(value: Any, shape: Sequence[int], what: str, *, hint: str | None = None) -> Any:
+    """The student's ``value`` as a float64 tensor of ``shape``, or a failure saying what is wrong.
+
+    A tensor, a NumPy array or a nested list of numbers is accepted; where ``shape`` is a vector
+    ``(n,)``, a column ``(n, 1)`` or a row ``(1, n)`` is too (and a vector where a column is expected).
+    """
+    import torch
+
+    shape = tuple(int(k) for k in shape)
+    given = value
+    if not isinstance(value, torch.Tensor):
+        try:
+            value = torch.as_tensor(_natural(value), dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            fail(f"{what} should be a tensor of shape {shape} (a torch.Tensor, NumPy array or nested list "
+                 f"of numbers)", got=type(given).__name__, hint=hint)
+    if value.is_complex() or value.dtype == torch.bool:
+        fail(f"{what} should hold real numbers", got=f"dtype {value.dtype}", hint=hint)
+    vector_like = len(shape) == 1 or (len(shape) == 2 and 1 in shape)
+    if tuple(value.shape) != shape and vector_like and value.numel() == math.prod(shape) \
+            and sum(k != 1 for k in value.shape) <= 1:
+        value = value.reshape(shape)
+    if tuple(value.shape) != shape:
+        fail(f"{what} should have shape {shape}", expected=shape, got=tuple(value.shape), hint=hint)
+    return value.detach().to(torch.float64)
+
+
 def numbers_by_key(answer: Any, keys: Sequence[Any], what: str) -> dict[Any, Any]:
     """``answer`` as a dict over ``keys``: a mapping with exactly these keys, or a sequence in their order."""
     if isinstance(answer, Mapping):
@@ -239,9 +290,48 @@ def call(function: Any, *args: Any, name: str = "your function", hint: str | Non
 
 # --- running a checker ----------------------------------------------------------------------------
 
+def _natural(value: Any) -> Any:
+    """``value`` with NumPy's types read as the ones checkers compare: an array as a tensor (0-d: a
+    Python number), a NumPy scalar as a Python ``bool``/``int``/``float``; inside dicts, lists and
+    tuples too, and in what an answer function returns. Everything else is returned unchanged."""
+    np = sys.modules.get("numpy")   # an answer holds NumPy objects only if NumPy was imported
+    if np is not None and isinstance(value, np.generic):
+        return value.item()
+    if np is not None and isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            return value
+        if value.ndim == 0:
+            return value.item()
+        import torch
+
+        return torch.from_numpy(np.array(value))
+    if type(value) is dict:
+        return {_natural(k): _natural(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_natural(v) for v in value)
+    if inspect.isfunction(value) or inspect.ismethod(value) or isinstance(value, functools.partial):
+        function = value
+
+        @functools.wraps(function)
+        def natural(*args: Any, **kwargs: Any) -> Any:
+            return _natural(function(*args, **kwargs))
+
+        return natural
+    return value
+
+
 def run_check(label: str, *answer: Any, **named: Any) -> Result:
-    """Check ``answer`` against the checker of exercise ``label``; never raises, returns a :class:`Result`."""
+    """Check ``answer`` against the checker of exercise ``label``; never raises, returns a :class:`Result`.
+
+    ``label`` may also be given in a one-element list; the answer may use NumPy's types (arrays, scalars),
+    read as tensors and Python numbers, also in what an answer function returns.
+    """
     checkers = registry()
+    if isinstance(label, (list, tuple)) and len(label) == 1:
+        label = label[0]
+    if not isinstance(label, str):
+        return Result(str(label), False, f"the exercise's label should be a string such as "
+                                         f"'ex-mahdavi-skip-3', got {type(label).__name__} {_show(label)}")
     if label not in checkers:
         import difflib
 
@@ -256,7 +346,7 @@ def run_check(label: str, *answer: Any, **named: Any) -> Result:
     _cases_seen.clear()
     _current_case.clear()
     try:
-        entry.function(*answer, **named)
+        entry.function(*_natural(answer), **_natural(named))
     except Failure as failure:
         return Result(label, False, str(failure))
     except Exception as err:  # the answer has a shape or type the checker cannot use

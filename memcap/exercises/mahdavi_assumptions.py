@@ -6,7 +6,7 @@ import math
 import torch
 
 from memcap import linalg
-from memcap.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key
+from memcap.exercises.checking import call, case, checker, close, expect, numbers_by_key, tensor_answer
 
 CHAPTER = "book/mahdavi/assumptions"
 SIZES = (4, 5, 6, 7, 8)
@@ -51,10 +51,8 @@ def moment_curve_ranks(moment_curve, curve_krank, big_rank):
             values = torch.tensor(s, dtype=torch.float64)
             points = call(moment_curve, values.clone(), dim)
             want = _curve(values, dim)
-            if not isinstance(points, torch.Tensor) or tuple(points.shape) != tuple(want.shape):
-                fail("moment_curve should return a tensor with one row (1, s, ..., s^(dim-1)) per s",
-                     expected=tuple(want.shape), got=tuple(getattr(points, "shape", ())) or
-                     type(points).__name__, hint="stack the powers s**0, ..., s**(dim-1) as columns")
+            points = tensor_answer(points, want.shape, "moment_curve's points, one row (1, s, ..., "
+                                   "s^(dim-1)) per s,", hint="stack the powers s**0, ..., s**(dim-1) as columns")
             row = int(((points.to(torch.float64) - want).abs() > 1e-9 * (1 + want.abs())).any(dim=1)
                       .int().argmax())
             expect(torch.allclose(points.to(torch.float64), want, rtol=1e-9, atol=1e-12),

@@ -6,7 +6,7 @@ import torch
 
 from memcap import models
 from memcap.construct import mahdavi_limits as ml
-from memcap.exercises.checking import call, case, checker, close, expect, fail
+from memcap.exercises.checking import call, case, checker, close, expect, fail, tensor_answer
 
 CHAPTER = "book/mahdavi/skip"
 
@@ -19,6 +19,8 @@ def shifted_label(y_prime):
     expect(isinstance(values, (list, tuple)), "y' should be a vector of d_out = 2 numbers",
            got=type(y_prime).__name__)
     values = list(values)
+    if len(values) in (1, 2) and all(isinstance(v, (list, tuple)) for v in values):   # a column or a row
+        values = tensor_answer(values, (2,), "y'").tolist()
     expect(len(values) == 2, "y' should have d_out = 2 entries", got=f"{len(values)} entries",
            hint="W_D^T e keeps the first d_out coordinates of e")
     if [float(v) for v in values] == [1.5, -1.5]:

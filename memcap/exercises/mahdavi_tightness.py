@@ -5,7 +5,7 @@ import torch
 
 from memcap import bounds
 from memcap.construct import mahdavi_limits as ml
-from memcap.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key
+from memcap.exercises.checking import call, case, checker, close, expect, numbers_by_key, tensor_answer
 from memcap.models import init_mha
 
 CHAPTER = "book/mahdavi/tightness"
@@ -38,10 +38,7 @@ def zero_sum_shift(shift_to_zero_sum):
         with case(f"T = {T}, n = {n}, d = {d}, H = {heads}"):
             contexts, queries = ml.simplex_data(T, n, d, generator=gen, dtype=torch.float64)
             shifted = call(shift_to_zero_sum, contexts.clone())
-            if not isinstance(shifted, torch.Tensor) or tuple(shifted.shape) != (T, n, d):
-                fail("your function should return the shifted contexts, a tensor of the same shape",
-                     expected=(T, n, d), got=tuple(getattr(shifted, "shape", ())) or type(shifted).__name__)
-            shifted = shifted.to(torch.float64)
+            shifted = tensor_answer(shifted, (T, n, d), "the shifted contexts (the same shape as the contexts)")
             sums = shifted.sum(dim=-1)
             worst = float(sums.abs().max())
             expect(worst <= 1e-9, "every token's coordinates should sum to 0", expected=0.0,

@@ -5,7 +5,7 @@ import sympy as sp
 import torch
 
 from memcap import linalg
-from memcap.exercises.checking import call, case, checker, close, expect, fail
+from memcap.exercises.checking import call, case, checker, close, expect, fail, tensor_answer
 
 CHAPTER = "book/mahdavi/toolkit"
 
@@ -62,10 +62,7 @@ def rank_lowering(rank_lowering_perturbation):
         with case(f"a {rows} x {cols} matrix of rank {rank}"):
             A = _low_rank(rows, cols, rank, seed)
             delta = call(rank_lowering_perturbation, A.clone())
-            if not isinstance(delta, torch.Tensor) or tuple(delta.shape) != tuple(A.shape):
-                fail("your function should return the perturbation Delta, of the shape of A",
-                     expected=tuple(A.shape), got=tuple(getattr(delta, "shape", ())) or type(delta).__name__)
-            delta = delta.to(torch.float64)
+            delta = tensor_answer(delta, A.shape, "the perturbation Delta (of the shape of A)")
             new_rank = linalg.rank(A + delta)
             expect(new_rank < rank, "A + Delta should have a lower rank than A", expected=f"rank < {rank}",
                    got=f"rank {new_rank}", hint="remove one singular triple of A")

@@ -6,7 +6,7 @@ import math
 import torch
 
 from memcap import bounds, models
-from memcap.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key
+from memcap.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key, tensor_answer
 
 CHAPTER = "book/setting"
 HEAD_DIMS = (64, 16)
@@ -55,18 +55,14 @@ def shared_context(shared_and_repeated):
             want = models.mha_forward(layer, context, queries)
             for name, got in (("the outputs with the shared context", shared),
                               ("the outputs with the repeated context", repeated)):
-                expect(isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(want.shape),
-                       f"{name} should have shape (T, d_out)", expected=tuple(want.shape),
-                       got=tuple(getattr(got, "shape", ())) or type(got).__name__)
+                got = tensor_answer(got, want.shape, f"{name}, of shape (T, d_out),")
                 error = float((got.to(want.dtype) - want).abs().max())
                 expect(error <= 1e-10, f"{name} differ from the layer's output",
                        expected="largest difference <= 1e-10", got=f"{error:.3g}",
                        hint="pass the context to mha_forward once as (n, d), and once expanded to "
                             "(T, n, d) with context.expand(T, n, d)")
             heads = layer.W_K.shape[0]
-            expect(isinstance(theta, torch.Tensor) and tuple(theta.shape) == (T, heads, n),
-                   "the attention weights should have shape (T, H, n)", expected=(T, heads, n),
-                   got=tuple(getattr(theta, "shape", ())) or type(theta).__name__)
+            theta = tensor_answer(theta, (T, heads, n), "the attention weights, of shape (T, H, n),")
             sums = theta.to(torch.float64).sum(dim=-1)
             worst = float((sums - 1).abs().max())
             expect(worst <= 1e-10, "each head's attention over the n tokens should sum to one",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
+from memcap._checks import listed
 from memcap.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profile, run_sweep_report
 
 EXPERIMENTS: tuple[str, ...] = (
@@ -254,6 +255,7 @@ def cache_status(cache_dir: Any = None, names: tuple[str, ...] = EXPERIMENTS
     counted by status (those of :meth:`memcap.sweep.ResultCache.entries`; current entries that belong to no
     job of today's grids are counted as 'unused').
     """
+    names = listed("names", names, "experiment names")
     cache = ResultCache(cache_dir)
     rows, disk = [], {}
     for name in names:

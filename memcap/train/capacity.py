@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from memcap._checks import nonnegative_int, positive_int
+from memcap._checks import listed, nonnegative_int, positive_int
 from memcap.train.config import TrainConfig
 from memcap.train.loop import TrainResult, train_models
 from memcap.train.specs import AoTSpec, Spec
@@ -47,9 +47,10 @@ def capacity_search(specs: Sequence[Spec], candidates: Sequence[int], config: Tr
     (upper - capacity = 1) or ``rounds`` are spent. ``train`` defaults to :func:`train_models` (tests pass
     a stand-in with a known capacity).
     """
-    specs = tuple(specs)
+    specs = listed("specs", specs, "specs (MHASpec or AoTSpec)")
     if not specs:
         raise ValueError("specs must hold at least one model, got an empty list")
+    candidates = listed("candidates", candidates, "training-set sizes")
     ladder = sorted({positive_int("candidates[i]", T) for T in candidates})
     if not ladder:
         raise ValueError("candidates must hold at least one training-set size T, got an empty list")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from memcap._checks import check_bool, positive_int, positive_real
+from memcap._checks import check_bool, finite_real, positive_int, positive_real
 from memcap.device import pick_device
 from memcap.train.schedule import SCHEDULES
 
@@ -45,14 +45,16 @@ class TrainConfig:
         positive_real("lr", self.lr)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if not 0.0 <= float(self.warmup_fraction) < 1.0:
+        if not 0.0 <= finite_real("warmup_fraction", self.warmup_fraction) < 1.0:
             raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
-        if not 0.0 < float(self.warmup_start_factor) <= 1.0:
+        if not 0.0 < finite_real("warmup_start_factor", self.warmup_start_factor) <= 1.0:
             raise ValueError(f"warmup_start_factor must lie in (0, 1], got {self.warmup_start_factor}")
-        betas = tuple(self.betas)
-        if len(betas) != 2 or not all(0.0 <= float(b) < 1.0 for b in betas):
+        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
+            raise TypeError(f"betas must be a pair (beta1, beta2) such as (0.9, 0.999), got {self.betas!r}")
+        betas = tuple(finite_real("betas", b) for b in self.betas)
+        if not all(0.0 <= b < 1.0 for b in betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
-        object.__setattr__(self, "betas", (float(betas[0]), float(betas[1])))
+        object.__setattr__(self, "betas", betas)
         positive_real("eps", self.eps)
         check_bool("early_stop", self.early_stop)
         positive_int("eval_every", self.eval_every)

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from memcap._checks import positive_int
+from memcap._checks import listed, positive_int
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
 from memcap.train.config import TrainConfig
@@ -130,7 +130,7 @@ def group_by_shape(specs: Sequence[Spec]) -> list[list[int]]:
     """Indices of ``specs`` grouped by :meth:`MHASpec.shape_key` / :meth:`AoTSpec.shape_key`, in order of first
     appearance (one stack each)."""
     groups: dict[tuple, list[int]] = {}
-    for i, spec in enumerate(specs):
+    for i, spec in enumerate(listed("specs", specs, "specs (MHASpec or AoTSpec)")):
         if not isinstance(spec, (MHASpec, AoTSpec)):
             raise TypeError(f"specs[{i}] must be an MHASpec or AoTSpec, got {type(spec).__name__}")
         groups.setdefault(spec.shape_key(), []).append(i)
@@ -145,7 +145,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     ``max_stack`` models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
     :class:`TrainResult` in the order of ``specs``.
     """
-    specs = tuple(specs)
+    specs = listed("specs", specs, "specs (MHASpec or AoTSpec)")
     if not specs:
         raise ValueError("specs must hold at least one model, got an empty list")
     config = TrainConfig() if config is None else config

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+import numpy as np
+
 from memcap._checks import check_bool, nonnegative_int, positive_int
+
+
+def _plain_ints(spec: object) -> None:
+    """Store NumPy integers of a validated spec as Python ints, so that its job key is JSON."""
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        if isinstance(value, np.integer):
+            object.__setattr__(spec, f.name, int(value))
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class MHASpec:
         check_bool("embedding", self.embedding)
         nonnegative_int("seed", self.seed)
         nonnegative_int("data_seed", self.data_seed)
+        _plain_ints(self)
 
     @property
     def d_h(self) -> int:
@@ -119,6 +130,7 @@ class AoTSpec:
                                  f"sequences, got {T0}")
         nonnegative_int("seed", self.seed)
         nonnegative_int("data_seed", self.data_seed)
+        _plain_ints(self)
 
     @property
     def task(self) -> str:
