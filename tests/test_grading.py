@@ -18,7 +18,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from memcap.__main__ import main
 from memcap.edition import strip_solutions
-from memcap.grading import find_submissions, resolve_chapter, sandbox_available
+from memcap.grading import find_submissions, resolve_chapter, sandbox_problem
 from memcap.site import write_notebook
 from tests.conftest import ROOT
 
@@ -72,11 +72,12 @@ def test_missing_chapter_is_an_argument_error(capsys):
 @pytest.fixture(scope="module")
 def bubblewrap():
     """The sandbox the guarantees below depend on; installed with apt-get when missing and we may."""
-    if not sandbox_available() and os.geteuid() == 0 and shutil.which("apt-get"):
+    if sandbox_problem() and os.geteuid() == 0 and shutil.which("apt-get"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], check=False,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, capture_output=True)
-    if not sandbox_available():
-        pytest.fail("grading tests need bubblewrap (`sudo apt-get install bubblewrap`) and user namespaces")
+    problem = sandbox_problem()
+    if problem:
+        pytest.fail(f"grading tests need a working bubblewrap sandbox: {problem}")
 
 
 def _student_notebook(target):
