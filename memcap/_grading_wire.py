@@ -83,19 +83,22 @@ def encode(value: Any, functions: list[Callable] | None = None, depth: int = 0) 
     if depth > _MAX_DEPTH:
         raise WireError(f"the answer is nested more than {_MAX_DEPTH} levels deep")
     again = lambda v: encode(v, functions, depth + 1)  # noqa: E731
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return value if abs(value) < 2**1000 else {"$": "unsupported", "type": "a very large int"}
-    if isinstance(value, float):
-        return _float(value)
-    if isinstance(value, complex):
-        return {"$": "complex", "v": [_float(value.real), _float(value.imag)]}
+    kind = type(value).__module__.split(".")[0]
+    if kind != "numpy":    # NumPy's float64 is a float, and keeps its type below
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            return str(value)
+        if isinstance(value, int):
+            return int(value) if abs(value) < 2**1000 else {"$": "unsupported", "type": "a very large int"}
+        if isinstance(value, float):
+            return _float(float(value))
+        if isinstance(value, complex):
+            return {"$": "complex", "v": [_float(value.real), _float(value.imag)]}
     if isinstance(value, fractions.Fraction):
         return {"$": "fraction", "p": again(value.numerator), "q": again(value.denominator)}
     if isinstance(value, RemoteFunction):
         return {"$": "function", "ref": value.ref, "name": value.__name__}
-    kind = type(value).__module__.split(".")[0]
     if kind == "torch":
         import torch
 
@@ -308,9 +311,10 @@ class _Decoder:
 
     def _record(self, obj: dict, again: Callable) -> Any:
         name, fields = obj.get("type"), obj.get("fields")
-        if not isinstance(name, str) or not name.startswith("memcap.") or "." not in name or \
-                not isinstance(fields, dict):
-            raise WireError("a record must name a memcap class and give its fields")
+        if not isinstance(name, str) or not isinstance(fields, dict):
+            raise WireError("a record must name its class and give its fields")
+        if not name.startswith("memcap."):
+            raise WireError(f"a record must be of a memcap class, not {name[:80]!r}")
         module, _, attr = name.rpartition(".")
         try:
             cls = getattr(importlib.import_module(module), attr)
