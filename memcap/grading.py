@@ -6,7 +6,7 @@ copied into a private folder and executed headlessly with nbclient, every cell i
 
 **Who decides the grade.** The grader, never the student's kernel. Once the notebook has run, the grader
 asks the kernel, for each exercise of the chapter, for the answer the notebook last passed to ``check``,
-as plain data in a format it controls and validates (:mod:`memcap._grading_wire`), and runs the
+as plain data in a format it controls and validates (``memcap._grading_wire``), and runs the
 exercise's checker in its own process, on checkers it loaded before any notebook ran. An answer that is
 a function stays in the kernel: when the checker calls it on a case of its own, the grader sends the
 case to the kernel and validates what comes back. So a notebook can give any answer it likes, but
@@ -140,6 +140,10 @@ def find_submissions(folder: str | Path, exclude: str | Path | None = None) -> d
     """Student name -> notebook: every ``*.ipynb`` directly in ``folder`` (the name is its stem) and every
     subfolder holding exactly one ``.ipynb`` (the name is the subfolder's), ``exclude`` (the output
     folder) left out. Raises ``ValueError``."""
+    if not isinstance(folder, (str, Path)):
+        raise TypeError(f"folder must be a path, got {type(folder).__name__}")
+    if exclude is not None and not isinstance(exclude, (str, Path)):
+        raise TypeError(f"exclude must be a path or None, got {type(exclude).__name__}")
     folder = Path(folder)
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
@@ -265,6 +269,8 @@ def sandbox_problem(bwrap: str | None = None) -> str | None:
     """Why the bubblewrap sandbox cannot run here (``None`` if it can): bubblewrap missing (``bwrap``:
     its path, default: found on ``PATH``), or a trial sandbox that does not start or cannot import
     memcap (no user namespaces, a folder it cannot mount, ...)."""
+    if bwrap is not None and not isinstance(bwrap, str):
+        raise TypeError(f"bwrap must be a path (a string) or None, got {type(bwrap).__name__}")
     bwrap = bwrap or shutil.which("bwrap")
     if not bwrap:
         return ("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap); install it, or "
@@ -342,7 +348,7 @@ def _client_class():
 
 
 class _Kernel:
-    """The grader's synchronous line to a running kernel, for :class:`memcap._grading_wire.Answers`."""
+    """The grader's synchronous line to a running kernel, for ``memcap._grading_wire.Answers``."""
 
     def __init__(self, km: Any, timeout: Callable[[], float]) -> None:
         from jupyter_client.blocking import BlockingKernelClient
@@ -400,7 +406,7 @@ class _Kernel:
 
 
 class _CheckTimeout:
-    """SIGALRM after ``seconds`` raises :class:`memcap._grading_wire.GradingStopped` (main thread only)."""
+    """SIGALRM after ``seconds`` raises ``GradingStopped`` of ``memcap._grading_wire`` (main thread only)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -459,9 +465,6 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    original_spec = nb.metadata.get("kernelspec")
-    nb.metadata["kernelspec"] = {"name": "memcap-grading", "display_name": "memcap grading",
-                                 "language": "python"}
     km = AsyncKernelManager(kernel_name="memcap-grading", transport="ipc", ip=str(run / "kernel"),
                             connection_file=str(run / "kernel.json"),
                             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dir)]))
@@ -471,6 +474,7 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
             os.chown(item, _NOBODY, _NOBODY)
     client = _client_class()(nb, km=km, timeout=limits.cell_timeout, allow_errors=True,
                              interrupt_on_timeout=True, record_timing=False, shutdown_kernel="immediate",
+                             skip_cells_with_tag="memcap-grade-never-skip",   # runs "skip-execution" cells
                              startup_timeout=120)
     client.max_output = limits.max_output
     deadline = time.monotonic() + limits.timeout
@@ -487,7 +491,9 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
                                                             execution_count=client.code_cells_executed + 1)
                     try:
                         await asyncio.wait_for(cells(), max(1.0, deadline - time.monotonic()))
-                    except asyncio.TimeoutError:
+                    except Exception:   # nbclient reports the cancelled cell as a dead kernel
+                        if time.monotonic() < deadline:
+                            raise
                         outcome["problem"] = f"the notebook did not finish within {limits.timeout} s"
                         return
                     kernel = _Kernel(km, lambda: max(1.0, min(limits.cell_timeout,
@@ -496,6 +502,8 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
         finally:
             if kernel is not None:
                 kernel.close()
+            if client.kc is not None:
+                client.kc.stop_channels()
             if km.has_kernel:
                 await km.shutdown_kernel(now=True)
 
@@ -505,9 +513,6 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
         outcome["problem"] = outcome["problem"] or f"{type(err).__name__}: {str(err)[:200]}"
     finally:
         atexit.unregister(client._cleanup_kernel)
-    nb.metadata.pop("kernelspec", None)
-    if original_spec is not None:
-        nb.metadata["kernelspec"] = original_spec
     return nb, outcome["verdicts"], outcome["problem"]
 
 
@@ -529,6 +534,12 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
 
     if sandbox not in SANDBOXES:
         raise ValueError(f"sandbox must be one of {SANDBOXES}, got {sandbox!r}")
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a memcap.grading.Limits or None, got {type(limits).__name__}")
+    if not callable(log):
+        raise TypeError(f"log must be callable, got {type(log).__name__}")
+    if not isinstance(output, (str, Path)):
+        raise TypeError(f"output must be a path, got {type(output).__name__}")
     base = limits or Limits()
     limits = Limits(**{**vars(base), "cell_timeout": cell_timeout, "timeout": timeout,
                        "max_output": max_output})

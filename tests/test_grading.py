@@ -183,3 +183,22 @@ def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp
     assert set(report.problems) == {"loop", "crash", "garbage"}
     alive = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout
     assert not alive.strip(), "a process started by a graded notebook outlived the grading"
+
+
+def test_bad_arguments_are_refused_naming_them(tmp_path):
+    from memcap.grading import Limits, grade_folder
+
+    with pytest.raises(ValueError, match="sandbox must be one of"):
+        grade_folder(tmp_path, "skip", tmp_path / "out", sandbox="auto")
+    with pytest.raises(TypeError, match="limits must be"):
+        grade_folder(tmp_path, "skip", tmp_path / "out", limits={"memory": 1})
+    with pytest.raises(ValueError, match="cell_timeout must be a positive integer"):
+        grade_folder(tmp_path, "skip", tmp_path / "out", cell_timeout=0)
+    with pytest.raises(ValueError, match="memory must be a positive integer"):
+        Limits(memory=-1)
+    with pytest.raises(TypeError, match="chapter must be a string"):
+        resolve_chapter(3)
+    with pytest.raises(TypeError, match="folder must be a path"):
+        find_submissions(3)
+    with pytest.raises(TypeError, match="bwrap must be a path"):
+        sandbox_problem(bwrap=1)
