@@ -12,7 +12,8 @@ give a wrong answer, which the grader's checker judges.
 Values the format carries (anything else arrives as an :class:`Unsupported` placeholder, which a
 checker rejects as a wrong type): ``None``, bools, ints, floats (NaN and infinities included),
 strings, fractions; lists, tuples, dicts (any keys of these kinds), sets; torch tensors and NumPy arrays and
-scalars (dtype, shape and values); instances of ``memcap`` dataclasses and named tuples; SymPy
+scalars (dtype, shape and values); instances of the dataclasses and named tuples of ``memcap``'s models,
+data, constructions and experiments; SymPy
 expressions built from a fixed set of node types; and functions (by reference). Each non-JSON value
 is an object ``{"$": kind, ...}``.
 
@@ -38,6 +39,11 @@ _MAX_DEPTH = 64
 _MAX_ITEMS = 4_000_000                 # numbers in one reply, all tensors together
 _DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
            "bool", "complex128", "complex64")
+# the modules whose dataclasses and named tuples answers may hold (with memcap.construct.* and
+# memcap.experiments.*): the models, their data, the constructions and the experiments' records;
+# building one of them has no effect beyond the object
+_RECORD_MODULES = ("memcap.models", "memcap.linalg", "memcap.bounds", "memcap.certify", "memcap.data",
+                   "memcap.fits", "memcap.train.specs", "memcap.train.config", "memcap.train.capacity")
 _SYMPY_ATOMS = ("Pi", "Exp1", "ImaginaryUnit", "Infinity", "NegativeInfinity", "ComplexInfinity", "NaN",
                 "EulerGamma", "Half", "One", "NegativeOne", "Zero")
 _SYMPY_NODES = ("Add", "Mul", "Pow", "exp", "log", "sqrt", "Abs", "sin", "cos", "tan", "Max", "Min",
@@ -313,9 +319,9 @@ class _Decoder:
         name, fields = obj.get("type"), obj.get("fields")
         if not isinstance(name, str) or not isinstance(fields, dict):
             raise WireError("a record must name its class and give its fields")
-        if not name.startswith("memcap."):
-            raise WireError(f"a record must be of a memcap class, not {name[:80]!r}")
         module, _, attr = name.rpartition(".")
+        if not (module in _RECORD_MODULES or module.startswith(("memcap.construct.", "memcap.experiments."))):
+            raise WireError(f"a record must be of a memcap class that answers hold, not {name[:80]!r}")
         try:
             cls = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
