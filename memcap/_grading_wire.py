@@ -39,11 +39,11 @@ _MAX_DEPTH = 64
 _MAX_ITEMS = 4_000_000                 # numbers in one reply, all tensors together
 _DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
            "bool", "complex128", "complex64")
-# the modules whose dataclasses and named tuples answers may hold (with memcap.construct.* and
-# memcap.experiments.*): the models, their data, the constructions and the experiments' records;
+# the modules whose dataclasses and named tuples answers may hold (with memcap.construct.*,
+# memcap.experiments.* and memcap.train*): the models, their data, the constructions and the experiments' records;
 # building one of them has no effect beyond the object
 _RECORD_MODULES = ("memcap.models", "memcap.linalg", "memcap.bounds", "memcap.certify", "memcap.data",
-                   "memcap.fits", "memcap.train.specs", "memcap.train.config", "memcap.train.capacity")
+                   "memcap.fits")
 _SYMPY_ATOMS = ("Pi", "Exp1", "ImaginaryUnit", "Infinity", "NegativeInfinity", "ComplexInfinity", "NaN",
                 "EulerGamma", "Half", "One", "NegativeOne", "Zero")
 _SYMPY_NODES = ("Add", "Mul", "Pow", "exp", "log", "sqrt", "Abs", "sin", "cos", "tan", "Max", "Min",
@@ -320,7 +320,8 @@ class _Decoder:
         if not isinstance(name, str) or not isinstance(fields, dict):
             raise WireError("a record must name its class and give its fields")
         module, _, attr = name.rpartition(".")
-        if not (module in _RECORD_MODULES or module.startswith(("memcap.construct.", "memcap.experiments."))):
+        if not (module in _RECORD_MODULES or module.startswith(("memcap.construct.", "memcap.experiments.",
+                                                                 "memcap.train"))):
             raise WireError(f"a record must be of a memcap class that answers hold, not {name[:80]!r}")
         try:
             cls = getattr(importlib.import_module(module), attr)

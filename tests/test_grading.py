@@ -202,3 +202,22 @@ def test_bad_arguments_are_refused_naming_them(tmp_path):
         find_submissions(3)
     with pytest.raises(TypeError, match="bwrap must be a path"):
         sandbox_problem(bwrap=1)
+
+
+def test_the_sandbox_mounts_only_what_the_kernel_needs(tmp_path):
+    """The bubblewrap command line: no whole-disk mount, an empty environment, no network, no
+    capabilities, a process namespace that dies with the grader; submissions or results inside a
+    mounted folder are hidden (``grade book/...``), and the submissions folder never becomes a mount."""
+    from memcap.grading import Limits, _bwrap_argv, _needed
+
+    inside = ROOT / "book" / "submissions-of-a-course"
+    argv = _bwrap_argv("bwrap", tmp_path / "copy", tmp_path / "run", [inside, tmp_path / "out"], Limits())
+    pairs = list(zip(argv, argv[1:]))
+    assert ("--ro-bind", "/") not in pairs and ("--bind", "/") not in pairs
+    for flag in ("--clearenv", "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv
+    assert ("--cap-drop", "ALL") in pairs
+    assert ("--tmpfs", str(inside)) in pairs and ("--tmpfs", str(tmp_path / "out")) not in pairs
+    mounted = {b for a, b in pairs if a in ("--ro-bind", "--bind")}
+    assert mounted == {*map(str, _needed()), "/usr", str(tmp_path / "copy"), str(tmp_path / "run")}
+    assert not any("PYTHONPATH" in a for a in argv)

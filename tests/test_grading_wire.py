@@ -36,7 +36,8 @@ def _loopback(label, args, named=None):
 FAST = sorted(set(registry()) - SLOW_REFERENCES)   # function-valued, SymPy, dict answers, among others
 
 
-@pytest.mark.parametrize("label", FAST)
+@pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.slow) if label in SLOW_REFERENCES
+                                   else label for label in sorted(registry())])
 def test_the_graders_verdict_on_a_reference_answer_equals_checks(label, one_thread):
     args, named = reference_answer(label)
     direct, remote = run_check(label, *args, **named), _loopback(label, args, named)
