@@ -18,10 +18,11 @@ checkers test answers, not how they were obtained.)
 **One bad submission never stops the run.** Each student's rows are appended to ``OUTPUT/grades.csv``
 (student, exercise, result, message) and written to ``OUTPUT/students/<student>.json`` as soon as that
 student is graded; a notebook that cannot be read, crashes or kills its kernel, runs out of time or
-answers garbage fails with the reason in its rows, and the next one is graded. At the end come
-``OUTPUT/summary.txt`` and the executed notebooks, ``OUTPUT/notebooks/<student>.ipynb`` (the student's
-cells and what their code printed inside the sandbox, nothing else: the grader's requests are not in
-it).
+answers garbage fails with the reason in its rows, and the next one is graded. At the end comes
+``OUTPUT/summary.txt``; as each student finishes, the executed notebook goes to
+``OUTPUT/notebooks/<student>.ipynb`` (the student's cells and what their code printed inside the
+sandbox, nothing else: the grader's requests are not in it) and the kernel's own output, for the
+instructor, to ``OUTPUT/logs/<student>.log``.
 
 **The sandbox fails closed.** By default (``sandbox="bwrap"``) each kernel runs in bubblewrap: a cleared
 environment; read-only mounts of only the interpreter, the virtual environment, ``memcap`` and the

@@ -33,11 +33,8 @@ def _loopback(label, args, named=None):
     return run_check(label, *got_args, **got_named)
 
 
-FAST = sorted(set(registry()) - SLOW_REFERENCES)   # function-valued, SymPy, dict answers, among others
-
-
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.slow) if label in SLOW_REFERENCES
-                                   else label for label in sorted(registry())])
+                                   else label for label in sorted(registry())])   # functions, SymPy, dicts...
 def test_the_graders_verdict_on_a_reference_answer_equals_checks(label, one_thread):
     args, named = reference_answer(label)
     direct, remote = run_check(label, *args, **named), _loopback(label, args, named)
