@@ -11,14 +11,18 @@ give a wrong answer, which the grader's checker judges.
 
 Values the format carries (anything else arrives as an :class:`Unsupported` placeholder, which a
 checker rejects as a wrong type): ``None``, bools, ints, floats (NaN and infinities included),
-strings, fractions; lists, tuples, dicts (any keys of these kinds), sets; torch tensors and NumPy arrays and
-scalars (dtype, shape and values); instances of the dataclasses and named tuples of ``memcap``'s models,
-data, constructions and experiments; SymPy
-expressions built from a fixed set of node types; and functions (by reference). Each non-JSON value
-is an object ``{"$": kind, ...}``.
+strings, fractions; lists, tuples, dicts (any keys of these kinds), sets; torch tensors and NumPy
+arrays and scalars (dtype, shape and values); instances of the dataclasses and named tuples of
+``memcap``'s models, data, constructions and experiments; SymPy expressions built from a fixed set of
+node types; and functions (by reference). Each non-JSON value is an object ``{"$": kind, ...}``. A
+reply is at most :data:`MAX_BYTES` of text, nested at most 64 levels, with at most four million
+numbers.
 
 Both ends use this module: the kernel imports it to :func:`export` answers and :func:`invoke`
-functions; the grader uses :func:`decode`, :func:`encode_args` and :func:`read_reply`.
+functions (each publishes one output of kind :data:`MIME`); the grader reads them through
+:class:`Answers`, which raises :class:`GradingStopped` (not an ``Exception``, so that a checker
+expecting the student's function to refuse cannot take a silent kernel for a refusal) when no valid
+reply comes.
 """
 from __future__ import annotations
 
