@@ -181,6 +181,9 @@ def _needed() -> list[Path]:
     package = Path(memcap.__file__).resolve().parent
     paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent,
              package, package.parent / "book"]
+    # site folders outside the environment (a system dist-packages, one named in a .pth file); never the
+    # current folder or another folder that sys.path happens to hold
+    paths += [Path(p).resolve() for p in sys.path if p and Path(p).name in ("site-packages", "dist-packages")]
     kept: list[Path] = []
     for path in sorted({p for p in paths if p.is_dir()}, key=lambda p: len(p.parts)):
         if not any(path == k or k in path.parents for k in kept):
@@ -202,6 +205,11 @@ def _bwrap_argv(bwrap: str, copy: Path, run: Path, hidden: list[Path], limits: L
             argv += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             argv += ["--ro-bind", str(path), str(path)]
+    size = str(limits.scratch)
+    argv += ["--dev", "/dev", "--proc", "/proc",      # first: a folder mounted below may lie in /tmp
+             "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+             "--perms", "0777", "--size", size, "--tmpfs", _HOME,
+             "--perms", "0777", "--size", size, "--tmpfs", _WORK]
     argv += ["--ro-bind", "/usr", "/usr"]
     for path in ("/etc/ld.so.cache", "/etc/fonts", "/etc/localtime"):
         argv += ["--ro-bind-try", path, path]
@@ -224,12 +232,7 @@ def _bwrap_argv(bwrap: str, copy: Path, run: Path, hidden: list[Path], limits: L
         folder = folder.resolve()
         if any(p == folder or p in folder.parents for p in [*needed, Path("/usr")]):
             argv += ["--tmpfs", str(folder)]
-    size = str(limits.scratch)
-    argv += ["--dev", "/dev", "--proc", "/proc",
-             "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-             "--perms", "0777", "--size", size, "--tmpfs", _HOME,
-             "--perms", "0777", "--size", size, "--tmpfs", _WORK,
-             "--ro-bind", str(copy), _INPUT, *parents(run), "--bind", str(run), str(run), "--chdir", _WORK]
+    argv += ["--ro-bind", str(copy), _INPUT, *parents(run), "--bind", str(run), str(run), "--chdir", _WORK]
     env = {"HOME": _HOME, "USER": "student", "LOGNAME": "student", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "MPLCONFIGDIR": f"{_HOME}/.matplotlib",
            "IPYTHONDIR": f"{_HOME}/.ipython", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
@@ -289,7 +292,8 @@ def sandbox_problem(bwrap: str | None = None) -> str | None:
     if done.returncode != 0:
         why = " ".join((done.stderr.strip().splitlines() or ["no message"])[-1:])[:200]
         return (f"bubblewrap cannot start the grading sandbox here ({why}); fix that (user namespaces "
-                "must be allowed), or pass --sandbox none to grade unsandboxed (honour-system grades)")
+                "must be allowed, and Python, its packages and memcap must lie outside /tmp's own files), "
+                "or pass --sandbox none to grade unsandboxed (honour-system grades)")
     return None
 
 
