@@ -83,7 +83,8 @@ print("\\x00\\xff garbage \\ud800".encode("utf-8", "surrogatepass"))
 """
 
 SNOOP = WRONG + """\
-import os, pathlib
+import os, pathlib, sys
+print("sys.path:", sys.path, "cwd:", os.getcwd(), sorted(os.listdir(".")))
 print("environment:", sorted(os.environ))
 print("secret in environment:", "MEMCAP_TEST_SECRET" in os.environ)
 for path in [{home!r}, {other!r}, {output!r}, "/root", os.path.expanduser("~")]:
@@ -205,10 +206,13 @@ def attacked(tmp_path_factory):
                                        output=str(out), secret_file=str(home / "secret.txt")))
     saved = {k: os.environ.get(k) for k in ("HOME", "MEMCAP_TEST_SECRET")}
     os.environ.update(HOME=str(home), MEMCAP_TEST_SECRET=SECRET)
+    here = os.getcwd()
+    os.chdir(subs)        # `grade .`: the submissions folder is the current folder
     try:
-        report = grade_folder(subs, "skip", out, cell_timeout=60, timeout=90,
+        report = grade_folder(".", "skip", out, cell_timeout=60, timeout=90,
                               limits=Limits(memory=3 * 2**30, processes=96), log=lambda line: None)
     finally:
+        os.chdir(here)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -218,7 +222,7 @@ def attacked(tmp_path_factory):
     with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
     notebooks = {path.stem: path.read_text(encoding="utf-8") for path in (out / "notebooks").glob("*.ipynb")}
-    return report, rows, notebooks, listener, out
+    return report, rows, notebooks, listener, out, subs
 
 
 def _score(rows, student):
@@ -232,7 +236,7 @@ def _printed(notebooks, student):
 
 @pytest.mark.slow
 def test_honest_submissions_keep_their_grades_beside_the_attackers(attacked):
-    report, rows, _, _, out = attacked
+    report, rows, _, _, out, _ = attacked
     assert _score(rows, "alice") == _score(rows, "zoe") == 2
     assert len(rows) == 2 * 11
     assert {r["student"] for r in report.rows} == {s for s, _ in rows}
@@ -244,13 +248,13 @@ def test_honest_submissions_keep_their_grades_beside_the_attackers(attacked):
 @pytest.mark.parametrize("student", ["patcher", "forger", "garbage", "snoop", "fork", "allocate", "background",
                                      "sockets", "crash"])
 def test_every_attacker_gets_zero(attacked, student):
-    _, rows, _, _, _ = attacked
+    _, rows, *_ = attacked
     assert _score(rows, student) == 0, {k: v for k, v in rows.items() if k[0] == student}
 
 
 @pytest.mark.slow
 def test_patching_the_checkers_or_forging_a_verdict_changes_nothing(attacked):
-    _, rows, notebooks, _, _ = attacked
+    _, rows, notebooks, *_ = attacked
     assert "the coordinate is too large" in rows["patcher", "ex-mahdavi-skip-2"]["message"]
     assert "should return the second layer's weights" in rows["patcher", "ex-mahdavi-skip-3"]["message"]
     assert "checker file: OSError" in _printed(notebooks, "patcher") or \
@@ -261,7 +265,7 @@ def test_patching_the_checkers_or_forging_a_verdict_changes_nothing(attacked):
 
 @pytest.mark.slow
 def test_garbage_answers_fail_with_a_reason(attacked):
-    _, rows, _, _, _ = attacked
+    _, rows, *_ = attacked
     messages = [rows["garbage", label]["message"] for label in ("ex-mahdavi-skip-2", "ex-mahdavi-skip-3")]
     assert any("malformed reply" in m and "not JSON" in m for m in messages), messages
     assert any("malformed answer" in m and "os.system" in m for m in messages), messages
@@ -269,7 +273,7 @@ def test_garbage_answers_fail_with_a_reason(attacked):
 
 @pytest.mark.slow
 def test_a_crashing_kernel_fails_only_its_own_student(attacked):
-    report, rows, _, _, _ = attacked
+    report, rows, *_ = attacked
     assert "crash" in report.problems
     assert rows["crash", "ex-mahdavi-skip-2"]["message"].startswith("not graded:")
     assert set(report.problems) <= {"crash", "fork", "allocate"}, report.problems
@@ -277,17 +281,19 @@ def test_a_crashing_kernel_fails_only_its_own_student(attacked):
 
 @pytest.mark.slow
 def test_nothing_of_the_graders_machine_reaches_the_notebooks(attacked):
-    _, _, notebooks, _, _ = attacked
+    _, _, notebooks, _, _, subs = attacked
     assert all(SECRET not in text for text in notebooks.values())      # sources and outputs
     printed = _printed(notebooks, "snoop")
     assert "secret in environment: False" in printed and "MEMCAP_TEST_SECRET" not in printed
     assert "secret file: FileNotFoundError" in printed
     assert "alice.ipynb -> FileNotFoundError" in printed and "secret.txt" not in printed
+    assert str(subs) not in printed.split("environment:")[0]          # not on sys.path, not the cwd
+    assert "cwd: /submission ['snoop.ipynb']" in printed
 
 
 @pytest.mark.slow
 def test_processes_memory_and_sockets_are_contained(attacked):
-    _, _, notebooks, listener, _ = attacked
+    _, _, notebooks, listener, *_ = attacked
     assert "stopped after" in _printed(notebooks, "fork")
     assert "refused after" in _printed(notebooks, "allocate")
     printed = _printed(notebooks, "sockets")
