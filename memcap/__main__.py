@@ -13,8 +13,10 @@
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 * ``doctor [--device DEV] [--no-bench]``: check the book's code path on this machine's device (exit 1 on failure).
 * ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
-  [--sandbox auto|bwrap|none]``: execute every submitted notebook of a folder headlessly, check its
-  answers to the chapter's exercises, write ``DIR/grades.csv`` and a summary (see ``memcap.grading``).
+  [--memory MIB] [--processes N] [--sandbox bwrap|none]``: execute every submitted notebook of a folder
+  headlessly in a sandbox, check its answers to the chapter's exercises in the grader, write
+  ``DIR/grades.csv``, one JSON file per student and a summary (see ``memcap.grading``); without a
+  working bubblewrap it refuses (exit 2) unless ``--sandbox none`` is given.
 
 ``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
 prints one line and exits with status 2, before any work: so do a device this machine lacks (``--device``
@@ -226,12 +228,21 @@ def _student_edition(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from memcap.grading import grade_folder
+    from pathlib import Path
 
+    from memcap.grading import Limits, grade_folder
+
+    submissions, output = Path(args.submissions), Path(args.output)
+    if not submissions.is_dir():
+        what = "is a file, not a folder" if submissions.exists() else "does not exist"
+        raise UsageError(f"submissions folder {args.submissions!r} {what}")
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"--output {args.output!r} is a file, not a folder")
+    limits = Limits(memory=args.memory * 2**20, processes=args.processes)
     try:
-        report = grade_folder(args.submissions, args.chapter, args.output, cell_timeout=args.cell_timeout,
+        report = grade_folder(submissions, args.chapter, output, cell_timeout=args.cell_timeout,
                               timeout=args.timeout, max_output=args.max_output, sandbox=args.sandbox,
-                              log=lambda line: print(line, file=sys.stderr, flush=True))
+                              limits=limits, log=lambda line: print(line, file=sys.stderr, flush=True))
     except ValueError as err:
         raise UsageError(str(err)) from None
     print(report.summary())
@@ -290,9 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=_positive_int, default=900, help="seconds per notebook (default 900)")
     grade.add_argument("--max-output", type=_positive_int, default=1_000_000,
                        help="bytes of output kept per notebook (default 1000000)")
-    grade.add_argument("--sandbox", choices=SANDBOXES, default="auto",
-                       help="bwrap: bubblewrap sandbox (read-only files, no network); none: no sandbox; "
-                            "auto (default): bwrap when available")
+    grade.add_argument("--memory", type=_positive_int, default=4096,
+                       help="MiB of address space per kernel process (default 4096)")
+    grade.add_argument("--processes", type=_positive_int, default=256,
+                       help="processes and threads a kernel may run (default 256)")
+    grade.add_argument("--sandbox", choices=SANDBOXES, default="bwrap",
+                       help="bwrap (default): bubblewrap sandbox, refuses to run without it; none: no "
+                            "sandbox, honour-system grades")
     grade.set_defaults(run=_grade)
     return parser
 

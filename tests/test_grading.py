@@ -18,7 +18,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from memcap.__main__ import main
 from memcap.edition import strip_solutions
-from memcap.grading import find_submissions, resolve_chapter, sandbox_available
+from memcap.grading import find_submissions, resolve_chapter, sandbox_problem
 from memcap.site import write_notebook
 from tests.conftest import ROOT
 
@@ -72,11 +72,12 @@ def test_missing_chapter_is_an_argument_error(capsys):
 @pytest.fixture(scope="module")
 def bubblewrap():
     """The sandbox the guarantees below depend on; installed with apt-get when missing and we may."""
-    if not sandbox_available() and os.geteuid() == 0 and shutil.which("apt-get"):
+    if sandbox_problem() and os.geteuid() == 0 and shutil.which("apt-get"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], check=False,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, capture_output=True)
-    if not sandbox_available():
-        pytest.fail("grading tests need bubblewrap (`sudo apt-get install bubblewrap`) and user namespaces")
+    problem = sandbox_problem()
+    if problem:
+        pytest.fail(f"grading tests need a working bubblewrap sandbox: {problem}")
 
 
 def _student_notebook(target):
@@ -182,3 +183,41 @@ def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp
     assert set(report.problems) == {"loop", "crash", "garbage"}
     alive = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout
     assert not alive.strip(), "a process started by a graded notebook outlived the grading"
+
+
+def test_bad_arguments_are_refused_naming_them(tmp_path):
+    from memcap.grading import Limits, grade_folder
+
+    with pytest.raises(ValueError, match="sandbox must be one of"):
+        grade_folder(tmp_path, "skip", tmp_path / "out", sandbox="auto")
+    with pytest.raises(TypeError, match="limits must be"):
+        grade_folder(tmp_path, "skip", tmp_path / "out", limits={"memory": 1})
+    with pytest.raises(ValueError, match="cell_timeout must be a positive integer"):
+        grade_folder(tmp_path, "skip", tmp_path / "out", cell_timeout=0)
+    with pytest.raises(ValueError, match="memory must be a positive integer"):
+        Limits(memory=-1)
+    with pytest.raises(TypeError, match="chapter must be a string"):
+        resolve_chapter(3)
+    with pytest.raises(TypeError, match="folder must be a path"):
+        find_submissions(3)
+    with pytest.raises(TypeError, match="bwrap must be a path"):
+        sandbox_problem(bwrap=1)
+
+
+def test_the_sandbox_mounts_only_what_the_kernel_needs(tmp_path):
+    """The bubblewrap command line: no whole-disk mount, an empty environment, no network, no
+    capabilities, a process namespace that dies with the grader; submissions or results inside a
+    mounted folder are hidden (``grade book/...``), and the submissions folder never becomes a mount."""
+    from memcap.grading import Limits, _bwrap_argv, _needed
+
+    inside = ROOT / "book" / "submissions-of-a-course"
+    argv = _bwrap_argv("bwrap", tmp_path / "copy", tmp_path / "run", [inside, tmp_path / "out"], Limits())
+    pairs = list(zip(argv, argv[1:]))
+    assert ("--ro-bind", "/") not in pairs and ("--bind", "/") not in pairs
+    for flag in ("--clearenv", "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv
+    assert ("--cap-drop", "ALL") in pairs
+    assert ("--tmpfs", str(inside)) in pairs and ("--tmpfs", str(tmp_path / "out")) not in pairs
+    mounted = {b for a, b in pairs if a in ("--ro-bind", "--bind")}
+    assert mounted == {*map(str, _needed()), "/usr", str(tmp_path / "copy"), str(tmp_path / "run")}
+    assert not any("PYTHONPATH" in a for a in argv)

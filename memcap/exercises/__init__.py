@@ -17,8 +17,9 @@ checkers of one chapter live in one module of this package, named after the chap
 a docstring saying what it tests and register it with :func:`checker`, using the helpers of
 ``memcap.exercises.checking`` (:func:`case`, :func:`expect`, :func:`close`, :func:`call`).
 
-The grader (``python -m memcap grade``, :mod:`memcap.grading`) runs the student's notebook and then,
-in the same kernel, checks again every answer that the notebook passed to ``check`` (:func:`grade`).
+The grader (``python -m memcap grade``, :mod:`memcap.grading`) runs the student's notebook in a sandbox,
+then asks its kernel for every answer the notebook last passed to ``check`` (kept in ``_SUBMITTED``)
+and runs the checker on it in the grader's own process, so a notebook cannot change its verdict.
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def grade(label: str) -> dict[str, Any]:
     """Check again the last answer this process passed to ``check(label, ...)``, silently.
 
     Returns ``{"exercise", "passed", "message"}``; an exercise never passed to ``check`` fails with a
-    message saying so. What the student's code prints while being checked is discarded.
+    message saying so. What the student's code prints while being checked is discarded. (The grader
+    does not use it: a verdict computed in the student's process is only as honest as that process.)
     """
     if label not in _SUBMITTED:
         return {"exercise": label, "passed": False,
