@@ -97,7 +97,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                 idx_chunk = _batch_indices(gens, counts, chunk, config.batch_size).to(device)
         if not full:
             idx = idx_chunk[step % chunk]
-        loss, _ = stack.losses(stack.views(flat), idx, weight)
+        loss, _ = stack.losses(stack.views(flat), idx, weight, count_correct=False)
         (grad,) = torch.autograd.grad(loss.sum(), [flat])
         with torch.no_grad():
             adam_update(flat, grad, state, lr_chunk[step % chunk], active, config.betas, config.eps)
