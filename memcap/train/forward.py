@@ -42,16 +42,23 @@ def _mha_core(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: 
     context token, -inf for padding, so padded tokens get attention exactly 0.
     """
     m, B, _ = queries.shape
-    q = torch.einsum("mhdk,mbd->mbhk", params["W_Q"], queries)              # (m, B, H, d_h)
     if contexts.ndim == 3:
         keys = torch.einsum("mnd,mhdk->mhnk", contexts, params["W_K"])      # (m, H, n, d_h), once
         values = torch.einsum("mnd,mhdv->mhnv", contexts, params["W_V"])    # (m, H, n, d_v), once
-        scores = scale * torch.einsum("mhnk,mbhk->mbhn", keys, q)   # (m, B, H, n), Eq. (1)
+        d, n, d_h = queries.shape[2], keys.shape[2], keys.shape[3]
+        if d * n * (d_h + B) < B * d_h * (d + n):   # fewer operations through M_h = W_Q,h K_h^T (d, n), once
+            M = torch.matmul(params["W_Q"], keys.transpose(2, 3))              # (m, H, d, n)
+            M = scale * M.permute(0, 2, 1, 3).reshape(m, d, -1)              # (m, d, H n)
+            scores = torch.bmm(queries, M).view(m, B, -1, n)                 # (m, B, H, n), Eq. (1)
+        else:
+            q = torch.einsum("mhdk,mbd->mbhk", params["W_Q"], queries)      # (m, B, H, d_h)
+            scores = scale * torch.einsum("mhnk,mbhk->mbhn", keys, q)       # (m, B, H, n), Eq. (1)
         if token_bias is not None:
             scores = scores + token_bias[:, None, None, :]
         theta = _softmax(scores)                                              # Eq. (2)
         p = torch.einsum("mbhn,mhnv->mbhv", theta, values)                  # (m, B, H, d_v), Eqs. (3)-(4)
     else:
+        q = torch.einsum("mhdk,mbd->mbhk", params["W_Q"], queries)          # (m, B, H, d_h)
         u = torch.einsum("mhdk,mbhk->mbhd", params["W_K"], q)               # (m, B, H, d): W_K,h W_Q,h^T e
         scores = scale * torch.einsum("mbnd,mbhd->mbhn", contexts, u)   # (m, B, H, n), Eq. (1)
         if token_bias is not None:
