@@ -346,3 +346,29 @@ def test_written_out_cross_entropy_equals_torch():
     labels = torch.randint(11, (3, 7), generator=torch.Generator().manual_seed(1))
     ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none").view(3, 7)
     assert torch.allclose(cross_entropy(logits, labels), ref, atol=1e-12, rtol=0)
+
+
+def test_big_mha_models_of_different_h_are_split_small_ones_stacked():
+    from memcap.train.loop import split_by_heads
+
+    big = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (1, 1, 30, 60)]
+    assert split_by_heads(big, 256) == [[0, 1], [2], [3]]
+    small = [MHASpec(heads=H, context_size=8, examples=100, dim=16) for H in (1, 8)]
+    assert split_by_heads(small, 128) == [[0, 1]]                       # stacking pays: one padded stack
+    even = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (50, 60)]
+    assert split_by_heads(even, 256) == [[0, 1]]                        # padding wastes little
+    aot = [AoTSpec(heads=H, head_dim=10, dim=10) for H in (1, 31)]
+    assert split_by_heads(aot, 1024) == [[0, 1]]
+
+
+def test_mha_paths_for_values_of_width_one_and_scores_through_w_q_k_agree():
+    """d_v = 1 and B large enough for the scores through M_h = W_Q,h K_h^T: equal to memcap.models."""
+    specs = [MHASpec(heads=h, context_size=3, examples=7, dim=6, head_dim=5, value_dim=1, classes=4,
+                     embedding=False, seed=s) for h, s in [(2, 0), (2, 1)]]
+    inits, stacked = _stack_params(specs)
+    gen = torch.Generator().manual_seed(0)
+    ctx = torch.rand(2, 3, 6, generator=gen, dtype=torch.float64)
+    qry = torch.rand(2, 40, 6, generator=gen, dtype=torch.float64)
+    out = mha_forward_stacked(stacked, ctx, qry)
+    for i, p in enumerate(inits):
+        assert torch.allclose(out[i], mha_forward(MHAParams(**p), ctx[i], qry[i]), atol=1e-10, rtol=0)

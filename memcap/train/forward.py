@@ -56,7 +56,10 @@ def _mha_core(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: 
         if token_bias is not None:
             scores = scores + token_bias[:, None, None, :]
         theta = _softmax(scores)                                              # Eq. (2)
-        p = torch.einsum("mbhn,mhnv->mbhv", theta, values)                  # (m, B, H, d_v), Eqs. (3)-(4)
+        if values.shape[3] == 1:   # d_v = 1 (Mahdavi et al.): a product and a sum, no permuted copy of theta
+            p = (theta * values[:, None, :, :, 0]).sum(-1, keepdim=True)     # (m, B, H, 1), Eqs. (3)-(4)
+        else:
+            p = torch.einsum("mbhn,mhnv->mbhv", theta, values)              # (m, B, H, d_v), Eqs. (3)-(4)
     else:
         q = torch.einsum("mhdk,mbd->mbhk", params["W_Q"], queries)          # (m, B, H, d_h)
         u = torch.einsum("mhdk,mbhk->mbhd", params["W_K"], q)               # (m, B, H, d): W_K,h W_Q,h^T e
