@@ -348,8 +348,8 @@ def test_written_out_cross_entropy_equals_torch():
     assert torch.allclose(cross_entropy(logits, labels), ref, atol=1e-12, rtol=0)
 
 
-def test_big_mha_models_of_different_h_are_split_small_ones_stacked():
-    from memcap.train.loop import split_by_heads
+def test_big_mha_models_of_different_h_are_split_small_ones_stacked_mlp_models_apart():
+    from memcap.train.loop import split_group as split_by_heads
 
     big = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (1, 1, 30, 60)]
     assert split_by_heads(big, 256) == [[0, 1], [2], [3]]
@@ -359,6 +359,8 @@ def test_big_mha_models_of_different_h_are_split_small_ones_stacked():
     assert split_by_heads(even, 256) == [[0, 1]]                        # padding wastes little
     aot = [AoTSpec(heads=H, head_dim=10, dim=10) for H in (1, 31)]
     assert split_by_heads(aot, 1024) == [[0, 1]]
+    mixed = [AoTSpec(heads=H, head_dim=4, dim=4, mlp_width=w) for H, w in ((3, 0), (1, 16), (5, 0), (1, 8))]
+    assert split_by_heads(mixed, 64) == [[0, 2], [1, 3]]
 
 
 def test_mha_paths_for_values_of_width_one_and_scores_through_w_q_k_agree():

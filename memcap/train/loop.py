@@ -141,20 +141,26 @@ PAD_WASTE = 1.5
 """Largest ratio of padded to unpadded work at which MHA models of different H still share one stack."""
 
 BIG_MODEL = 2e7
-"""Head work per model-step (multiply-adds, see :func:`split_by_heads`) above which one model already keeps
+"""Head work per model-step (multiply-adds, see :func:`split_group`) above which one model already keeps
 a CPU core busy, so that stacking it with others buys nothing and padding it costs in full."""
 
 
-def split_by_heads(specs: Sequence[Spec], batch: int | None) -> list[list[int]]:
-    """Indices of one shape group split into stacks of equal H when padding to the largest H wastes work.
+def split_group(specs: Sequence[Spec], batch: int | None) -> list[list[int]]:
+    """Indices of one shape group split into stacks where padding them to one shape would waste much work.
 
-    MHA models only (an AoT's work per model-step is small, and stacking pays more than padding costs).
-    A model's head work per step is B H (d d_h + n (d_h + d_v)) multiply-adds; the group is split when
-    the mean is at least :data:`BIG_MODEL` and padding to the largest H would do more than
-    :data:`PAD_WASTE` times the unpadded work. Otherwise one stack: ``[[0, 1, ..., k-1]]``.
+    AoTs: those with an MLP (w > 0) and those without go to separate stacks (padded together, every AoT
+    would compute the widest MLP and every MLP model the most heads). MHA models: split into stacks of
+    equal H when they are big and H varies much. A model's head work per step is
+    B H (d d_h + n (d_h + d_v)) multiply-adds; the group is split when the mean is at least
+    :data:`BIG_MODEL` and padding to the largest H would do more than :data:`PAD_WASTE` times the
+    unpadded work (small models gain more from stacking than padding costs). Otherwise one stack:
+    ``[[0, 1, ..., k-1]]``.
     """
     whole = [list(range(len(specs)))]
-    if not isinstance(specs[0], MHASpec) or len({s.heads for s in specs}) == 1:
+    if isinstance(specs[0], AoTSpec):
+        parts = [[i for i, s in enumerate(specs) if (s.mlp_width > 0) == mlp] for mlp in (False, True)]
+        return [p for p in parts if p]
+    if len({s.heads for s in specs}) == 1:
         return whole
 
     def work(s: MHASpec, heads: int) -> float:
@@ -176,8 +182,8 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
                  max_stack: int | None = None) -> TrainResult:
     """Train every model of ``specs`` and evaluate it on its full training set.
 
-    Models are grouped by ``shape_key``; each group (zero-padded exactly, split by H where padding would
-    waste much work on big models, see :func:`split_by_heads`, and into stacks of at most ``max_stack``
+    Models are grouped by ``shape_key``; each group (zero-padded exactly, split where padding would
+    waste much work, see :func:`split_group`, and into stacks of at most ``max_stack``
     models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
     :class:`TrainResult` in the order of ``specs``.
     """
@@ -200,7 +206,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     hist: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
     start = time.perf_counter()
     parts = [[group[j] for j in sub] for group in group_by_shape(specs)
-             for sub in split_by_heads([specs[i] for i in group], config.batch_size)]
+             for sub in split_group([specs[i] for i in group], config.batch_size)]
     for group in parts:
         size = len(group) if max_stack is None else max_stack
         for lo in range(0, len(group), size):
