@@ -3,7 +3,7 @@
 Per workload, measured in one run on one device: model-steps per second (one optimizer step of one
 model) of the stacked engine (:func:`memcap.train.train_models` on all models at once), of the same
 engine called one model at a time (the loop), and of the authors' recipe
-(:func:`memcap.train.authors.train_like_authors`: how each paper's code trains one model); the ratios
+(``memcap.train.authors.train_like_authors``: how each paper's code trains one model); the ratios
 ``speedup`` = stacked / loop and ``speedup_vs_authors`` = stacked / authors; the engine's achieved
 GFLOP/s from an analytic FLOP count (:func:`flops_per_model_step`) and ``fraction_of_peak``, that rate
 over the device's measured peak (a large float32 matrix product timed in the same run,

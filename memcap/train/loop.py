@@ -183,7 +183,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     """Train every model of ``specs`` and evaluate it on its full training set.
 
     Models are grouped by ``shape_key``; each group (zero-padded exactly, split where padding would
-    waste much work, see :func:`split_group`, and into stacks of at most ``max_stack``
+    waste much work, see ``split_group`` in ``memcap.train.loop``, and into stacks of at most ``max_stack``
     models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
     :class:`TrainResult` in the order of ``specs``.
     """
