@@ -8,8 +8,8 @@
   stale, corrupt, missing; from which commit, device and date); ``--prune`` deletes stale, corrupt and
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
-* ``bench [--models K] [--steps S] [--workload mha|aot|both] [--device DEV] [--json]``: stacked engine
-  vs one-model-at-a-time loop.
+* ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|all] [--device DEV]
+  [--json]``: stacked engine vs one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 * ``doctor [--device DEV] [--no-bench]``: check the book's code path on this machine's device (exit 1 on failure).
 * ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
@@ -207,10 +207,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from memcap.bench import WORKLOADS, format_bench, run_bench
+    from memcap.bench import PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench, run_bench
 
-    workloads = WORKLOADS if args.workload == "both" else (args.workload,)
-    result = run_bench(workloads, models=args.models, steps=args.steps, device=args.device)
+    _device(args)
+    groups = {"all": WORKLOADS, "small": SMALL_WORKLOADS, "paper": PAPER_WORKLOADS}
+    workloads = groups.get(args.workload, (args.workload,))
+    result = run_bench(workloads, models=args.models, steps=args.steps, authors_steps=args.authors_steps,
+                       device=args.device)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
 
@@ -283,7 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="time the stacked engine against a one-model-at-a-time loop")
     bench.add_argument("--models", type=_positive_int, default=16)
     bench.add_argument("--steps", type=_positive_int, default=200)
-    bench.add_argument("--workload", choices=("mha", "aot", "both"), default="both")
+    bench.add_argument("--workload", default="all",
+                       choices=("mha", "aot", "dana_fig1a", "dana_fig4", "mahdavi_fig2a", "small", "paper", "all"),
+                       help="one workload, 'small' (mha, aot), 'paper' (the papers' jobs) or 'all' (default)")
+    bench.add_argument("--authors-steps", type=_positive_int, default=None,
+                       help="steps per model in the authors' recipes (default: steps // 10, at least 2)")
     bench.add_argument("--device", default=None)
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     bench.set_defaults(run=_bench)

@@ -264,6 +264,8 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.bench.workload": "a workload name and an integer",
     "memcap.bench.run_bench": "workload names and integers (tests/test_cli.py runs it)",
     "memcap.bench.format_bench": "the dict run_bench returns",
+    "memcap.bench.flops_per_model_step": "a spec (validated dataclass) and a batch size (tests/test_bench.py)",
+    "memcap.bench.peak_gflops": "a device and integers (tests/test_bench.py runs it through run_bench)",
     "memcap.doctor.gpu_status": "no arguments",
     "memcap.doctor.run_doctor": "a device name and integers (tests/test_doctor.py runs it)",
     "memcap.doctor.add_subcommand": "an argparse subparsers object",

@@ -200,7 +200,7 @@ def test_lines_in_h_are_fitted_up_to_the_first_saturated_point():
 def test_fig1b_trains_both_architectures_and_summarizes_one_at_a_time():
     specs = dana_fig1b.jobs("quick")[0]["specs"]
     flags = {s["shared_compression"] for s in specs}
-    assert flags == {False, True} and len(specs) == 2 * 6 * 2
+    assert flags == {False, True} and len(specs) == 2 * 8 * 1
     eq2 = [_record(4, k, 8, 0.1 + 0.01 * k) for k in (1, 2, 4)]
     shared = [{**_record(4, k, 8, 0.05 + 0.01 * k * k), "shared_compression": True} for k in (1, 2, 4)]
     assert dana_fig1b.summarize(eq2 + shared).quadratic.coef[2] == pytest.approx(0.0, abs=1e-9)

@@ -288,3 +288,89 @@ def test_error_messages_name_the_argument():
     with pytest.raises(ValueError, match=r"queries must have shape \(m, B, d\)"):
         mha_forward_stacked(_stack_params([MHASpec(heads=1, context_size=2, examples=3, dim=2, embedding=False)])[1],
                             torch.zeros(1, 2, 2, dtype=torch.float64), torch.zeros(2, 3, 2, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the fast paths against the readable ones
+# ---------------------------------------------------------------------------------------------------
+
+def _padded_aot_stack(specs):
+    """Stacked, zero-padded weights of AoT ``specs`` as the engine holds them."""
+    stack = _Stack(specs, torch.float64, torch.device("cpu"))
+    return stack, {k: v.detach() for k, v in stack.views(stack.flat).items()}
+
+
+@pytest.mark.parametrize("variant", [{}, {"mlp_width": 5}, {"shared_compression": True}])
+def test_aot_closed_form_for_two_tokens_equals_the_general_forward(variant):
+    """S = 2 closed form (aot_pair_residuals) = the example-by-example forward, with models padded in H,
+    d_h and d (and w), and = memcap.models.aot_forward for a plain AoT."""
+    from memcap.models import aot_forward
+    from memcap.train.forward import aot_outputs, aot_outputs_general
+
+    shapes = [(1, 1, 3), (3, 2, 4), (2, 2, 2)] if variant.get("shared_compression") else [(1, 1, 3), (3, 2, 4), (2, 3, 2)]
+    specs = [AoTSpec(heads=H, head_dim=dh, dim=d, vocab=6, seed=i, **variant) for i, (H, dh, d) in enumerate(shapes)]
+    _, params = _padded_aot_stack(specs)
+    tokens = torch.randint(6, (3, 40, 2), generator=torch.Generator().manual_seed(2))
+    fast, slow = aot_outputs(params, tokens), aot_outputs_general(params, tokens)
+    assert fast.shape == (3, 40, 6) and torch.allclose(fast, slow, atol=1e-12, rtol=0)
+    if not variant:
+        for i, spec in enumerate(specs):
+            p = _init_one(spec)
+            core = {k: v for k, v in p.items() if k not in ("W_1", "W_2", "W_C")}
+            assert torch.allclose(fast[i], aot_forward(AoTParams(**core), tokens[i]), atol=1e-12, rtol=0)
+
+
+def test_per_sequence_loss_equals_per_example_loss_and_gradient():
+    """When the batch is at least N^2, the loss is computed once per sequence weighted by its count in the
+    batch: the same loss and gradient as example by example."""
+    specs = [AoTSpec(heads=H, head_dim=2, dim=3, vocab=4, examples=T, seed=i, data_seed=i)
+             for i, (H, T) in enumerate([(1, 16), (3, 9)])]
+    stack, _ = _padded_aot_stack(specs)
+    idx = torch.stack([torch.randint(16, (20,), generator=torch.Generator().manual_seed(0)),
+                       torch.randint(9, (20,), generator=torch.Generator().manual_seed(1))])
+    weight = torch.ones(2, 20, dtype=torch.float64)
+    grads = []
+    for per_sequence in (True, False):
+        flat = stack.flat.detach().clone().requires_grad_()
+        loss, correct = stack.losses(stack.views(flat), idx, weight, count_correct=not per_sequence)
+        assert (correct is None) == per_sequence
+        grads.append((loss, torch.autograd.grad(loss.sum(), [flat])[0]))
+    assert torch.allclose(grads[0][0], grads[1][0], atol=1e-12, rtol=0)
+    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-12, rtol=0) and grads[0][1].abs().sum() > 0
+
+
+def test_written_out_cross_entropy_equals_torch():
+    from memcap.train.forward import cross_entropy
+
+    logits = torch.randn(3, 7, 11, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 30
+    labels = torch.randint(11, (3, 7), generator=torch.Generator().manual_seed(1))
+    ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none").view(3, 7)
+    assert torch.allclose(cross_entropy(logits, labels), ref, atol=1e-12, rtol=0)
+
+
+def test_big_mha_models_of_different_h_are_split_small_ones_stacked_mlp_models_apart():
+    from memcap.train.loop import split_group as split_by_heads
+
+    big = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (1, 1, 30, 60)]
+    assert split_by_heads(big, 256) == [[0, 1], [2], [3]]
+    small = [MHASpec(heads=H, context_size=8, examples=100, dim=16) for H in (1, 8)]
+    assert split_by_heads(small, 128) == [[0, 1]]                       # stacking pays: one padded stack
+    even = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (50, 60)]
+    assert split_by_heads(even, 256) == [[0, 1]]                        # padding wastes little
+    aot = [AoTSpec(heads=H, head_dim=10, dim=10) for H in (1, 31)]
+    assert split_by_heads(aot, 1024) == [[0, 1]]
+    mixed = [AoTSpec(heads=H, head_dim=4, dim=4, mlp_width=w) for H, w in ((3, 0), (1, 16), (5, 0), (1, 8))]
+    assert split_by_heads(mixed, 64) == [[0, 2], [1, 3]]
+
+
+def test_mha_paths_for_values_of_width_one_and_scores_through_w_q_k_agree():
+    """d_v = 1 and B large enough for the scores through M_h = W_Q,h K_h^T: equal to memcap.models."""
+    specs = [MHASpec(heads=h, context_size=3, examples=7, dim=6, head_dim=5, value_dim=1, classes=4,
+                     embedding=False, seed=s) for h, s in [(2, 0), (2, 1)]]
+    inits, stacked = _stack_params(specs)
+    gen = torch.Generator().manual_seed(0)
+    ctx = torch.rand(2, 3, 6, generator=gen, dtype=torch.float64)
+    qry = torch.rand(2, 40, 6, generator=gen, dtype=torch.float64)
+    out = mha_forward_stacked(stacked, ctx, qry)
+    for i, p in enumerate(inits):
+        assert torch.allclose(out[i], mha_forward(MHAParams(**p), ctx[i], qry[i]), atol=1e-10, rtol=0)

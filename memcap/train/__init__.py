@@ -23,8 +23,10 @@ full-training-set evaluation every ``eval_every`` steps, and per-model early sto
 accuracy (a stopped model's parameters and Adam state are frozen exactly). Models that differ in H, d_h,
 n, T (and for the AoT d and the MLP width w) share one stack: weights are zero-padded to the largest
 model (a zero head, zero d_h column or zero MLP unit adds nothing and gets zero gradient, so it stays
-zero), padded context tokens get attention exactly 0, padded examples are masked. Only models that
-differ in what cannot be padded (see ``shape_key``) go to separate stacks.
+zero), padded context tokens get attention exactly 0, padded examples are masked. Models that
+differ in what cannot be padded (see ``shape_key``) go to separate stacks, and so do models whose
+padding would waste much work (big MHA models of different H, AoTs with and without an MLP: see
+``memcap.train.loop.split_group``).
 
 The engine is a small package, one concern per module, each readable top to bottom:
 
@@ -41,6 +43,7 @@ module                          what it holds
 ``memcap.train.loop``           :func:`train_models`: stacks in, :class:`TrainResult` out
 ``memcap.train.capacity``       :func:`capacity_search`: the largest memorized training set
 ``memcap.train.inspection``     :func:`trained_attention`: attention of a trained model
+``memcap.train.authors``        the papers' own training recipes, for ``python -m memcap bench`` only
 ==============================  =============================================================================
 
 Everything a user needs is importable from ``memcap.train`` itself (the names of ``__all__``).

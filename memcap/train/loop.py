@@ -97,7 +97,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                 idx_chunk = _batch_indices(gens, counts, chunk, config.batch_size).to(device)
         if not full:
             idx = idx_chunk[step % chunk]
-        loss, _ = stack.losses(stack.views(flat), idx, weight)
+        loss, _ = stack.losses(stack.views(flat), idx, weight, count_correct=False)
         (grad,) = torch.autograd.grad(loss.sum(), [flat])
         with torch.no_grad():
             adam_update(flat, grad, state, lr_chunk[step % chunk], active, config.betas, config.eps)
@@ -137,12 +137,54 @@ def group_by_shape(specs: Sequence[Spec]) -> list[list[int]]:
     return list(groups.values())
 
 
+PAD_WASTE = 1.5
+"""Largest ratio of padded to unpadded work at which MHA models of different H still share one stack."""
+
+BIG_MODEL = 2e7
+"""Head work per model-step (multiply-adds, see :func:`split_group`) above which one model already keeps
+a CPU core busy, so that stacking it with others buys nothing and padding it costs in full."""
+
+
+def split_group(specs: Sequence[Spec], batch: int | None) -> list[list[int]]:
+    """Indices of one shape group split into stacks where padding them to one shape would waste much work.
+
+    AoTs: those with an MLP (w > 0) and those without go to separate stacks (padded together, every AoT
+    would compute the widest MLP and every MLP model the most heads). MHA models: split into stacks of
+    equal H when they are big and H varies much. A model's head work per step is
+    B H (d d_h + n (d_h + d_v)) multiply-adds; the group is split when the mean is at least
+    :data:`BIG_MODEL` and padding to the largest H would do more than :data:`PAD_WASTE` times the
+    unpadded work (small models gain more from stacking than padding costs). Otherwise one stack:
+    ``[[0, 1, ..., k-1]]``.
+    """
+    whole = [list(range(len(specs)))]
+    if isinstance(specs[0], AoTSpec):
+        parts = [[i for i, s in enumerate(specs) if (s.mlp_width > 0) == mlp] for mlp in (False, True)]
+        return [p for p in parts if p]
+    if len({s.heads for s in specs}) == 1:
+        return whole
+
+    def work(s: MHASpec, heads: int) -> float:
+        B = batch if batch is not None else s.examples
+        return B * heads * (s.dim * s.d_h + s.context_size * (s.d_h + s.value_dim))
+
+    true = [work(s, s.heads) for s in specs]
+    H_max = max(s.heads for s in specs)
+    padded = sum(work(s, H_max) for s in specs)
+    if sum(true) / len(specs) < BIG_MODEL or padded <= PAD_WASTE * sum(true):
+        return whole
+    groups: dict[int, list[int]] = {}
+    for i, s in enumerate(specs):
+        groups.setdefault(s.heads, []).append(i)
+    return list(groups.values())
+
+
 def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, keep_params: bool = False,
                  max_stack: int | None = None) -> TrainResult:
     """Train every model of ``specs`` and evaluate it on its full training set.
 
-    Models are grouped by ``shape_key``; each group (zero-padded exactly, split into stacks of at most
-    ``max_stack`` models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
+    Models are grouped by ``shape_key``; each group (zero-padded exactly, split where padding would
+    waste much work, see ``split_group`` in ``memcap.train.loop``, and into stacks of at most ``max_stack``
+    models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
     :class:`TrainResult` in the order of ``specs``.
     """
     specs = listed("specs", specs, "specs (MHASpec or AoTSpec)")
@@ -163,7 +205,9 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     hist_steps: list[int] = []
     hist: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
     start = time.perf_counter()
-    for group in group_by_shape(specs):
+    parts = [[group[j] for j in sub] for group in group_by_shape(specs)
+             for sub in split_group([specs[i] for i in group], config.batch_size)]
+    for group in parts:
         size = len(group) if max_stack is None else max_stack
         for lo in range(0, len(group), size):
             part = group[lo:lo + size]

@@ -10,10 +10,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from memcap.data import sinusoidal_positions
-from memcap.train.forward import aot_outputs, mha_outputs
+from memcap.train.forward import aot_head, aot_outputs, aot_pair_residuals, cross_entropy, mha_outputs
 from memcap.train.prepare import init_one, max_shape, pad_to, stack_data
 from memcap.train.specs import AoTSpec, MHASpec, Spec
 
@@ -57,6 +56,13 @@ class Stack:
             if s.embedding:
                 self.positions = sinusoidal_positions(max(n) + 1, s.dim, dtype=dtype, device=device)
         self.counts = self.data.counts[self.data.owner]                       # (m,) T of each model
+        self.pairs = None   # AoTs with S = 2: (D, T_max) row t_1 N + t_2 of each example, (D, N^2) its label
+        if isinstance(s, AoTSpec) and s.seq_len == 2:
+            tokens, N = self.data.inputs[0], s.vocab
+            self.pairs = tokens[..., 0] * N + tokens[..., 1]
+            self.pair_labels = torch.zeros((tokens.shape[0], N * N), dtype=self.data.labels.dtype, device=device)
+            for j, T in enumerate(self.data.counts.tolist()):   # padded examples (T..T_max) must not write
+                self.pair_labels[j, self.pairs[j, :T]] = self.data.labels[j, :T]
         self.dtype = dtype
         if isinstance(s, MHASpec):   # activation entries per example and model, for evaluation chunks
             H, n_max = max(x.heads for x in specs), max(x.context_size for x in specs)
@@ -91,14 +97,28 @@ class Stack:
         ctx = contexts[self.data.owner] if self.data.shared else contexts[own, idx]
         return mha_outputs(params, ctx, queries[own, idx], self.positions, self.token_bias)[0]
 
-    def losses(self, params: dict[str, torch.Tensor], idx: torch.Tensor,
-               weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-model mean loss (m,) and correct count (m,) over examples ``idx`` with 0/1 ``weight`` (m, B)."""
+    def losses(self, params: dict[str, torch.Tensor], idx: torch.Tensor, weight: torch.Tensor, *,
+               count_correct: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Per-model mean loss (m,) and correct count (m,) over examples ``idx`` with 0/1 ``weight`` (m, B).
+
+        Training passes ``count_correct=False`` (the count is then None). AoTs with S = 2 whose N^2
+        possible sequences are no more than the batch compute the loss once per sequence, weighted by
+        how often the batch holds it (the same sum, in another order).
+        """
+        own = self.data.owner[:, None]                                         # (m, 1)
+        if self.pairs is not None and not count_correct and self.pair_labels.shape[1] <= idx.shape[1]:
+            logits = aot_head(params, aot_pair_residuals(params))                # (m, N^2, N)
+            times = torch.zeros((idx.shape[0], logits.shape[1]), dtype=weight.dtype, device=weight.device)
+            times.scatter_add_(1, self.pairs[own, idx], weight)                # (m, N^2) weight of each sequence
+            per = cross_entropy(logits, self.pair_labels[self.data.owner])
+            return (per * times).sum(1) / weight.sum(1).clamp(min=1), None
         out = self.outputs(params, idx)                                        # (m, B, out)
-        y = self.data.labels[self.data.owner[:, None], idx]
+        y = self.data.labels[own, idx]
+        correct = None
         if self.classification:
-            per = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view_as(weight)
-            correct = ((out.argmax(-1) == y) * weight.bool()).sum(1)
+            per = cross_entropy(out, y)
+            if count_correct:
+                correct = ((out.argmax(-1) == y) * weight.bool()).sum(1)
         else:
             per = ((out - y) ** 2).mean(-1)                                   # (m, B)
             correct = torch.zeros_like(self.counts)
