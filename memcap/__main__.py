@@ -209,7 +209,6 @@ def _list(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from memcap.bench import PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench, run_bench
 
-    _device(args)
     groups = {"all": WORKLOADS, "small": SMALL_WORKLOADS, "paper": PAPER_WORKLOADS}
     workloads = groups.get(args.workload, (args.workload,))
     result = run_bench(workloads, models=args.models, steps=args.steps, authors_steps=args.authors_steps,
