@@ -184,6 +184,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.sweep": "executors and the results cache: jobs (dicts), paths, executor names (tests/test_sweep.py, "
                     "tests/test_cache.py; command-line paths in tests/test_cli.py)",
     "memcap.train.adam": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.authors": "the papers' training recipes, timing baselines of memcap.bench: a spec, a config and a "
+                            "step count, each checked (tests/test_bench.py)",
     "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.forward": "implementation of memcap.train (its public names are memcap.train's __all__)",
