@@ -353,6 +353,7 @@ def test_big_mha_models_of_different_h_are_split_small_ones_stacked_mlp_models_a
 
     big = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (1, 1, 30, 60)]
     assert split_by_heads(big, 256) == [[0, 1], [2], [3]]
+    assert split_by_heads(big, 256, "cuda") == [[0, 1, 2, 3]]          # a GPU: one stack saves launches
     small = [MHASpec(heads=H, context_size=8, examples=100, dim=16) for H in (1, 8)]
     assert split_by_heads(small, 128) == [[0, 1]]                       # stacking pays: one padded stack
     even = [MHASpec(heads=H, context_size=32, examples=100, dim=64) for H in (50, 60)]

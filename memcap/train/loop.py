@@ -145,12 +145,15 @@ BIG_MODEL = 2e7
 a CPU core busy, so that stacking it with others buys nothing and padding it costs in full."""
 
 
-def split_group(specs: Sequence[Spec], batch: int | None) -> list[list[int]]:
+def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cpu") -> list[list[int]]:
     """Indices of one shape group split into stacks where padding them to one shape would waste much work.
 
     AoTs: those with an MLP (w > 0) and those without go to separate stacks (padded together, every AoT
     would compute the widest MLP and every MLP model the most heads). MHA models: split into stacks of
-    equal H when they are big and H varies much. A model's head work per step is
+    equal H when they are big and H varies much, on a CPU only (``device_type`` ``"cpu"``): a GPU is far
+    from full with one such model, and one stacked program saves the kernel launches that bound it (on an
+    H200 the split left ``mahdavi_fig2a``'s stack no faster than one model at a time). A model's head work
+    per step is
     B H (d d_h + n (d_h + d_v)) multiply-adds; the group is split when the mean is at least
     :data:`BIG_MODEL` and padding to the largest H would do more than :data:`PAD_WASTE` times the
     unpadded work (small models gain more from stacking than padding costs). Otherwise one stack:
@@ -160,7 +163,7 @@ def split_group(specs: Sequence[Spec], batch: int | None) -> list[list[int]]:
     if isinstance(specs[0], AoTSpec):
         parts = [[i for i, s in enumerate(specs) if (s.mlp_width > 0) == mlp] for mlp in (False, True)]
         return [p for p in parts if p]
-    if len({s.heads for s in specs}) == 1:
+    if device_type != "cpu" or len({s.heads for s in specs}) == 1:
         return whole
 
     def work(s: MHASpec, heads: int) -> float:
@@ -206,7 +209,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     hist: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
     start = time.perf_counter()
     parts = [[group[j] for j in sub] for group in group_by_shape(specs)
-             for sub in split_group([specs[i] for i in group], config.batch_size)]
+             for sub in split_group([specs[i] for i in group], config.batch_size, device.type)]
     for group in parts:
         size = len(group) if max_stack is None else max_stack
         for lo in range(0, len(group), size):
