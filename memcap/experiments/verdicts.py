@@ -101,6 +101,32 @@ def percent(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
+def tally(verdicts: Sequence[Verdict]) -> str:
+    """A sentence counting how many figures reproduce their paper's finding, for an experiments chapter.
+
+    ``[yes, yes, partly] -> 'In this build, 2 of the 3 figures reproduce their paper's finding, 1 partly.'``
+    Every status present is named; none is named with a count of zero.
+    """
+    if isinstance(verdicts, Verdict) or not isinstance(verdicts, (list, tuple)):
+        raise TypeError(f"verdicts must be a list of Verdict, got {type(verdicts).__name__}")
+    if not verdicts or not all(isinstance(v, Verdict) for v in verdicts):
+        raise ValueError("verdicts must be a non-empty list of Verdict")
+    n = len(verdicts)
+    count = {s: sum(v.status == s for v in verdicts) for s in STATUSES}
+    figures = "the figure" if n == 1 else f"the {n} figures"
+    if count["yes"] == n:
+        return f"In this build, {'the figure reproduces its' if n == 1 else f'all {n} figures reproduce their'} " \
+               f"paper's finding."
+    if count["no"] == n:
+        return f"In this build, {'the figure does' if n == 1 else f'none of the {n} figures'} " \
+               f"{'not reproduce' if n == 1 else 'reproduces'} its paper's finding."
+    verb = "reproduces its" if count["yes"] == 1 else "reproduce their"
+    head = f"In this build, {count['yes']} of {figures} {verb} paper's finding"
+    rest = [f"{count['partly']} partly"] if count["partly"] else []
+    rest += [f"{count['no']} not at all"] if count["no"] else []
+    return head + ", " + " and ".join(rest) + "."
+
+
 def glue_md(name: str, text: str) -> None:
     """Glue ``text`` (Markdown, math in ``$...$``) for prose: paste it with ``{glue:md}`name:myst```."""
     from IPython.display import Markdown
