@@ -371,7 +371,7 @@ def steeper_clause(shared_slope: float, separate_slope: float) -> str:
 
 
 def cost_clause(steps: Sequence[Sequence[float]]) -> str:
-    """Whether the parameters per memorized example rise at every step of $d_h$ in every architecture:
+    """Whether the parameters per memorized example rise at every step of :math:`d_h` in every architecture:
     ``steps`` holds, per architecture, the successive differences of parameters per example."""
     rows = [[float(x) for x in r] for r in steps]
     if not rows or not all(rows):
