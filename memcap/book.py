@@ -105,13 +105,29 @@ def glue_sci(name: str, value: float, digits: int = 1) -> None:
     glue(name, Markdown(f"${sci(value, digits)}$"), display=False)
 
 
+_MATH = re.compile(r"(?<!\\)\$[^$]+(?<!\\)\$")
+
+
+def _pipe_safe(text: str) -> str:
+    """``text`` with no bare ``|`` left for a pipe table to split a row on.
+
+    Inside ``$...$`` the bars become ``\\Vert`` (for ``\\|``) and ``\\vert`` (for ``|``): a table row
+    would split on the bare bar, and would strip the backslash of ``\\|`` (a norm read as ``|x|``).
+    Outside math a bare ``|`` is escaped as ``\\|``.
+    """
+    out, last = [], 0
+    for m in _MATH.finditer(text):
+        out.append(re.sub(r"(?<!\\)\|", r"\\|", text[last:m.start()]))
+        out.append(m.group().replace("\\|", "\\Vert ").replace("|", "\\vert "))
+        last = m.end()
+    out.append(re.sub(r"(?<!\\)\|", r"\\|", text[last:]))
+    return "".join(out)
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
-    text = str(value)
-    if "|" in text.replace("\\|", ""):
-        text = text.replace("|", "\\|")
-    return text.replace("\n", " ")
+    return _pipe_safe(str(value)).replace("\n", " ")
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str], *, align: str | None = None):
@@ -135,7 +151,7 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str], *, align: str | 
     if len(align) != width or set(align) - set("lcr"):
         raise ValueError(f"align must be one of l/c/r per column ({width} letters), got {align!r}")
     rule = {"l": ":--", "c": ":-:", "r": "--:"}
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule[a] for a in align) + "|"]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join(rule[a] for a in align) + "|"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return Markdown("\n".join(lines))
 

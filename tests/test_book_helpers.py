@@ -68,6 +68,14 @@ def test_table_is_markdown_with_a_rule_and_aligned_columns():
         book.table([[1, 2]], ["a", "b"], align="lx")
 
 
+def test_table_keeps_bars_inside_math_out_of_the_row_syntax():
+    md = book.table([[r"$|x|$", "a|b"]], [r"$\|\Delta\|_2$", r"largest $|\sigma_k|$"]).data
+    header, _, row = md.splitlines()
+    # a pipe table splits on every bare bar and strips the backslash of an escaped one (``\|``)
+    assert header == r"| $\Vert \Delta\Vert _2$ | largest $\vert \sigma_k\vert $ |"
+    assert row == r"| $\vert x\vert $ | a\|b |"
+
+
 def test_prose_list():
     assert book.prose_list([1, 2, 3]) == "1, 2 and 3"
     assert book.prose_list(["a"]) == "a"

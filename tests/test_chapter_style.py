@@ -119,3 +119,34 @@ def test_bold_detection():
     assert _bold_in_glued_strings("glue_md('k', 'x' if a else f'**{n}** fail')")
     assert not _bold_in_glued_strings("glue('k', n ** 2, display=False)")
     assert not _bold_in_glued_strings("text = '**bold** outside glue'")
+
+
+_MATH = re.compile(r"(?<!\\)\$[^$]+(?<!\\)\$")
+
+
+def _bars_in_table_math(text: str) -> list[str]:
+    """Rows of Markdown pipe tables (outside code) whose ``$...$`` holds ``|`` (bare or as ``\\|``)."""
+    found, fence = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        marker = re.match(r"(`{3,}|~{3,})", stripped)
+        if marker:
+            fence = None if fence and marker.group(1).startswith(fence) else (fence or marker.group(1))
+            continue
+        if fence is None and stripped.startswith("|") and any("|" in m for m in _MATH.findall(stripped)):
+            found.append(stripped)
+    return found
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_no_bar_inside_math_in_a_markdown_table(doc):
+    rows = _bars_in_table_math((ROOT / f"{doc}.md").read_text())
+    assert not rows, (f"{doc}: a table row has | inside math ({rows[0]!r}): the row splits there or loses "
+                      "the backslash of \\|; write \\vert / \\Vert, or build the table with memcap.book.table")
+
+
+def test_bar_in_table_math_detection():
+    assert _bars_in_table_math(r"| $\|x\|_2$ | 1 |")
+    assert _bars_in_table_math("| a | $|x|$ |")
+    assert not _bars_in_table_math("| a | $\\vert x\\vert$ |\n$|x|$ outside a table")
+    assert not _bars_in_table_math("```{code-cell}\n| $|x|$ |\n```")
