@@ -150,3 +150,35 @@ def test_bar_in_table_math_detection():
     assert _bars_in_table_math("| a | $|x|$ |")
     assert not _bars_in_table_math("| a | $\\vert x\\vert$ |\n$|x|$ outside a table")
     assert not _bars_in_table_math("```{code-cell}\n| $|x|$ |\n```")
+
+
+_LATEX_ESCAPE = re.compile(r"[\t\f\b\r\a\v][A-Za-z]|\n(?:abla|eq|u|ot|e|i|mid|ewline)\b")
+"""What a LaTeX command becomes in a non-raw string: ``"\\text"`` is a tab and ``ext``."""
+
+
+def _latex_escapes(source: str) -> list[str]:
+    """String constants of a cell where a backslash escape ate a LaTeX command (``\\t``ext, ``\\f``rac ...)."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return []
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _LATEX_ESCAPE.search(node.value)]
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_latex_in_code_is_in_raw_strings(doc):
+    bad = [s for cell in _cells(doc) for s in _latex_escapes(cell.source)]
+    assert not bad, (f"{doc}: a string lost a LaTeX backslash to a Python escape ({bad[0]!r}); "
+                     "write it as a raw string r\"...\"")
+
+
+def test_latex_escape_detection():
+    assert _latex_escapes('x = "$d_{\\text{out}}$"')
+    assert _latex_escapes('f"$\\frac{{1}}{{2}}$ and {a}"')
+    assert _latex_escapes('s = "$\\beta$"')
+    assert _latex_escapes('s = "$\\nabla f$"')
+    assert not _latex_escapes('x = r"$d_{\\text{out}}$"')
+    assert not _latex_escapes('print("a\\nThe end\\t= 1")')
+    assert not _latex_escapes('x = "$\\\\beta$"')
