@@ -13,36 +13,41 @@ each is loaded on first use, so ``import memcap`` stays light):
 * Training many small models as one tensor program (:mod:`memcap.train`): ``MHASpec``, ``AoTSpec``,
   ``TrainConfig``, ``train_models``, ``capacity_search``.
 * Where code runs: ``pick_device``, and ``run_doctor`` (``python -m memcap doctor``) to check a device.
-* Showing a refusal: ``expect_refusal(fn, match=...)`` calls ``fn()`` and requires an error whose message
-  matches (:mod:`memcap.book`), so that a demonstration fails loudly if a check disappears.
 
 The same input rules hold everywhere: tensors, NumPy arrays or nested lists (converted once, at the
 boundary); finite values only; float32 or float64 (half precision is refused); ``generator=None`` means a
 fresh generator seeded with 0; results live on the device of the tensor inputs, else on ``pick_device()``.
 The README's "Use the library" section shows three tested examples.
 
-Modules, one idea each:
+The package holds three concerns, one place each (``tests/test_layout.py`` checks the import rules:
+the science never imports the other two; the real-model code never imports the experiments):
 
-``device``     where code runs (CUDA, else MPS, else CPU) and in which dtype
-``models``     Mahdavi et al.'s multi-head attention layer and Dana et al.'s attention-only transformer
-``data``       the synthetic tasks of both papers
-``linalg``     rank with an explicit tolerance, Kruskal rank, the papers' assumptions
-``bounds``     every closed form of both papers, once, as SymPy expressions and numeric functions
-``construct``  proofs as programs: the weights each proof says exist
-``plotting``   the book's figure style
-``fits``       the papers' least-squares fits (line, polynomial, R^2, the non-saturated part)
-``train``      the stacked training engine: many tiny models as one tensor program (a package)
-``sweep``      profiles, the results cache and executors (in-process, threads, processes, Dask)
-``experiments`` one module per training figure of both papers, with quick and paper grids
-``bench``      stacked engine vs a one-model-at-a-time loop, timed side by side
-``doctor``     one command that checks the book's code path on this machine's device
-``edition``    the student edition (solutions stripped) and the exercise index
-``book``       what the chapters use to show results: expect_refusal, tables, numbers for prose
-``certify``    rigorous (interval and exact integer) rank certificates for the AoT's matrices
-``lookup``     Dana et al.'s Theorem 2 on noisy look-up tables, as the book derives it
-``realdata``   offline real data: scikit-learn's digits, the Python reference's English text
-``transformer`` ``vit`` ``textmodels``  the small real models (a ViT, a GPT-like model, BERT/MiniLM)
-``real_assumptions``  Mahdavi et al.'s assumptions measured on those models (their Table 1 and 3)
+1. **The science**, this folder's modules and three subpackages:
+
+   ``device``      where code runs (CUDA, else MPS, else CPU) and in which dtype
+   ``models``      Mahdavi et al.'s multi-head attention layer and Dana et al.'s attention-only transformer
+   ``data``        the synthetic tasks of both papers
+   ``linalg``      rank with an explicit tolerance, Kruskal rank, the papers' assumptions
+   ``bounds``      every closed form of both papers, once, as SymPy expressions and numeric functions
+   ``fits``        the papers' least-squares fits (line, polynomial, R^2, the non-saturated part)
+   ``certify``     rigorous (interval and exact integer) rank certificates for the AoT's matrices
+   ``lookup``      Dana et al.'s Theorem 2 on noisy look-up tables, as the book derives it
+   ``synthesis``   the two papers' constructions and counts side by side (Part III)
+   ``profiles``    ``quick`` or ``paper``: the size of every experiment
+   ``plotting``    the book's figure style; ``notation``: how numbers are written (``sci``)
+   ``doctor``      one command that checks the book's code path on this machine's device
+   ``construct/``  proofs as programs: the weights each proof says exist
+   ``train/``      the stacked training engine: many tiny models as one tensor program
+   ``experiments/`` one module per training figure of both papers, with quick and paper grids, and
+                   ``sweep`` (results cache, executors) and ``bench`` (the engine timed against a loop
+                   and the authors' recipes)
+
+2. **The real-model code**, ``real/``: real data, a tiny ViT, GPT-like and BERT/MiniLM models, and
+   Mahdavi et al.'s assumptions measured on them (their Tables 1 and 3).
+
+3. **The book's machinery**, ``textbook/``: what chapters use to show results (``page``), the Sphinx
+   extension (``site``, ``course``), the student edition, the exercise checkers and the grader.
+   ``from memcap.exercises import check`` is the students' door into it.
 """
 import logging as _logging
 
@@ -80,8 +85,6 @@ _API = {
     # where code runs
     "pick_device": "memcap.device",
     "run_doctor": "memcap.doctor",
-    # showing that a call is refused (a chapter's cell, a test)
-    "expect_refusal": "memcap.book",
 }
 """Top-level name -> the module that defines it (imported on first access; see :func:`__getattr__`)."""
 

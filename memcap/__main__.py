@@ -15,7 +15,7 @@
 * ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
   [--memory MIB] [--processes N] [--sandbox bwrap|none]``: execute every submitted notebook of a folder
   headlessly in a sandbox, check its answers to the chapter's exercises in the grader, write
-  ``DIR/grades.csv``, one JSON file per student and a summary (see ``memcap.grading``); without a
+  ``DIR/grades.csv``, one JSON file per student and a summary (see ``memcap.textbook.grading``); without a
   working bubblewrap it refuses (exit 2) unless ``--sandbox none`` is given.
 
 ``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
@@ -95,7 +95,7 @@ def _folder_for_writing(path: Path, what: str, *, writing: bool = True) -> None:
 def _cache_root(args: argparse.Namespace, *, writing: bool) -> Path:
     """The results cache folder of ``--cache`` (else ``MEMCAP_CACHE``, else ./results), checked before any
     work: it must be a folder (or not exist yet), and one that can be written when ``writing``."""
-    from memcap.sweep import default_cache_dir
+    from memcap.experiments.sweep import default_cache_dir
 
     if args.cache is not None and not args.cache.strip():
         raise UsageError("--cache: must name a folder, got an empty string")
@@ -120,7 +120,7 @@ def _device(args: argparse.Namespace) -> None:
 
 
 def _profile(args: argparse.Namespace) -> str:
-    from memcap.sweep import current_profile
+    from memcap.experiments.sweep import current_profile
 
     if args.profile is not None:
         return args.profile
@@ -134,7 +134,7 @@ def _sweep(args: argparse.Namespace) -> int:
     import signal
 
     from memcap import experiments
-    from memcap.sweep import ResultCache, SweepInterrupted, abandon, make_executor, run_sweep_report
+    from memcap.experiments.sweep import ResultCache, SweepInterrupted, abandon, make_executor, run_sweep_report
 
     profile = _profile(args)
     root = _cache_root(args, writing=True)
@@ -171,7 +171,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _cache(args: argparse.Namespace) -> int:
     from memcap.experiments import EXPERIMENTS, cache_status
-    from memcap.sweep import ResultCache
+    from memcap.experiments.sweep import ResultCache
 
     unknown = [name for name in args.experiment if name not in EXPERIMENTS]
     if unknown:
@@ -207,7 +207,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from memcap.bench import PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench, run_bench
+    from memcap.experiments.bench import PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench, run_bench
 
     groups = {"all": WORKLOADS, "small": SMALL_WORKLOADS, "paper": PAPER_WORKLOADS}
     workloads = groups.get(args.workload, (args.workload,))
@@ -218,7 +218,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _student_edition(args: argparse.Namespace) -> int:
-    from memcap.edition import build_student_edition
+    from memcap.textbook.edition import build_student_edition
 
     if not (Path.cwd() / "_toc.yml").is_file():
         raise UsageError(f"root must be the book's folder (with _toc.yml), got {Path.cwd()}: run this command "
@@ -232,7 +232,7 @@ def _student_edition(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memcap.grading import Limits, grade_folder
+    from memcap.textbook.grading import Limits, grade_folder
 
     submissions, output = Path(args.submissions), Path(args.output)
     if not submissions.is_dir():
@@ -255,8 +255,8 @@ def _grade(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m memcap`` (reads no environment variable, so ``--help`` always works)."""
     from memcap.experiments import EXPERIMENTS
-    from memcap.grading import SANDBOXES
-    from memcap.sweep import EXECUTORS, PROFILES
+    from memcap.experiments.sweep import EXECUTORS, PROFILES
+    from memcap.textbook.grading import SANDBOXES
 
     parser = _Parser(prog="python -m memcap", description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=_positive_int, default=None, help="torch intra-op threads")

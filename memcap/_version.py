@@ -2,7 +2,7 @@
 
 ``__version__`` is the release of the library (read by ``pyproject.toml`` and recorded with every cached
 result). ``ENGINE_VERSION`` says which numerics the training engine produces: every cached result records
-it, and a cached result made by another engine version is never used (see :mod:`memcap.sweep`).
+it, and a cached result made by another engine version is never used (see :mod:`memcap.experiments.sweep`).
 
 Bump ``ENGINE_VERSION`` whenever a change can alter what a training or capacity job returns: the
 trainer, the models' initialisation or forward pass, the data, a default of ``MHASpec``, ``AoTSpec`` or

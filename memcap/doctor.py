@@ -10,7 +10,7 @@ enough to take about a second:
 * the engine trains a stack exactly as it trains its models one by one, and memorizes a tiny task;
 * on a GPU, training there agrees with training on the CPU (float64, to 1e-6);
 
-and finally the stacked-vs-loop benchmark of :mod:`memcap.bench`. Without a GPU it says so and checks
+and finally the stacked-vs-loop benchmark of :mod:`memcap.experiments.bench`. Without a GPU it says so and checks
 the CPU path. The exit status is 0 when every check passes and 1 otherwise; the checks fail by raising,
 never by ``assert`` (which ``python -O`` strips), and compare devices with :func:`memcap.device.same_device`.
 """
@@ -23,9 +23,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from memcap import bench, data, models
+from memcap import data, models
 from memcap.construct import dana, mahdavi
 from memcap.device import _mps_available, exact_dtype, pick_device, report, same_device
+from memcap.experiments import bench
 from memcap.train import AoTSpec, MHASpec, TrainConfig, aot_forward_stacked, mha_forward_stacked, train_models
 
 __all__ = ["CHECKS", "gpu_status", "run_doctor", "add_subcommand"]
@@ -149,7 +150,8 @@ def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps:
     """Report the device and run :data:`CHECKS` (and the benchmark) on it; True when every check passed.
 
     ``device``: 'cuda', 'cuda:1', 'mps', 'cpu' or None (:func:`memcap.device.pick_device`).
-    ``bench_models`` x ``bench_steps``: the size of the stacked-vs-loop benchmark (:func:`memcap.bench.run_bench`).
+    ``bench_models`` x ``bench_steps``: the size of the stacked-vs-loop benchmark
+    (:func:`memcap.experiments.bench.run_bench`).
     Every line goes through ``out``.
     """
     dev = pick_device(device)

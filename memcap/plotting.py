@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 __all__ = ["THEORY", "MEASURED", "CONSTRUCTED", "PUBLISHED", "RANDOM", "PALETTE", "WIDTH", "HEIGHT", "DPI",
            "use_style", "figure", "series_colors", "theory_line", "measured", "published", "fit_line",
-           "log_axis", "finish", "legend_below", "glue_figure", "check_label"]
+           "log_axis", "finish", "legend_below", "check_label"]
 
 THEORY = "#b2182b"
 MEASURED = "#1f4e79"
@@ -231,12 +231,3 @@ def legend_below(fig, axes=None, *, ncols: int | None = None) -> None:
         raise ValueError("legend_below found no labelled artist in the figure")
     fig.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
                ncols=ncols or min(3, len(seen)))
-
-
-def glue_figure(name: str, fig) -> None:
-    """Hand ``fig`` to myst-nb's ``glue`` under ``name`` and close it, so it is drawn once, where the
-    chapter's ``{glue:figure}`` directive places it (with its number and caption)."""
-    from myst_nb import glue
-
-    glue(name, fig, display=False)
-    plt.close(fig)

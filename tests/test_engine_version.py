@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from memcap import ENGINE_VERSION
-from memcap.sweep import capacity_job, run_job, train_job
+from memcap.experiments.sweep import capacity_job, run_job, train_job
 from memcap.train import AoTSpec, MHASpec, TrainConfig
 
 REFERENCE = Path(__file__).parent / "data" / "engine_reference.json"

@@ -1,4 +1,4 @@
-"""The exercise checkers (``memcap.exercises``): every checker passes its chapter's reference solution and
+"""The exercise checkers (``memcap.textbook.exercises``): every checker passes its chapter's reference solution and
 rejects typical wrong answers with a message that says what is wrong.
 
 The reference answer is taken from the solution block itself: the statement ``assert check("ex-...",
@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 import torch
 
-from memcap.edition import exercise_index
-from memcap.exercises import Result, chapter_labels, check, grade, registry, run_check
+from memcap.textbook.edition import exercise_index
+from memcap.textbook.exercises import Result, chapter_labels, check, grade, registry, run_check
 from tests.conftest import ROOT
 
 CHECKED = registry()
@@ -688,7 +688,7 @@ def test_every_chapter_with_exercises_is_in_a_problem_set_of_the_guide():
 
 def test_a_message_never_shows_expected_and_got_equal():
     """A wrong verdict given as ``numpy.bool_``, a count as ``numpy.int64``: the message tells them apart."""
-    from memcap.exercises.checking import Failure, fail
+    from memcap.textbook.exercises.checking import Failure, fail
 
     for expected, got in ((True, np.True_), ((10, 6), [10, 6]), (0.1 + 0.2, 0.3), (1, 1)):
         with pytest.raises(Failure) as info:

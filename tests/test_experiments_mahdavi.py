@@ -146,7 +146,7 @@ def test_matches_equality_and_membership():
 def test_fig3_summary_recomputes_attention_from_kept_weights(tmp_path):
     from types import SimpleNamespace
 
-    from memcap.sweep import run_job, train_job
+    from memcap.experiments.sweep import run_job, train_job
     from memcap.train import TrainConfig
 
     spec = MHASpec(heads=2, context_size=4, examples=12, dim=8)
@@ -252,7 +252,7 @@ def test_fig5_verdict_and_points_below_theory():
 def test_training_labels_match_the_engine_at_n_equal_1():
     """With one shared context token every example gets the same output: the trained accuracy is at most
     the largest label share, the MSE at least the labels' variance, of the labels regenerated here."""
-    from memcap.sweep import run_job, train_job
+    from memcap.experiments.sweep import run_job, train_job
     from memcap.train import TrainConfig
 
     specs = [MHASpec(heads=2, context_size=1, examples=60, dim=8, classes=5),

@@ -18,7 +18,7 @@ from memcap.experiments import (
     syn_tokens,
     syn_vectors,
 )
-from memcap.sweep import run_job
+from memcap.experiments.sweep import run_job
 from memcap.train import AoTSpec, MHASpec
 
 MODULES = (syn_tokens, syn_vectors, syn_exact, syn_headdim, syn_saturation, syn_efficiency)

@@ -1,4 +1,4 @@
-"""``python -m memcap grade`` (``memcap.grading``): a folder of submissions in, a CSV of verdicts out.
+"""``python -m memcap grade`` (``memcap.textbook.grading``): a folder of submissions in, a CSV of verdicts out.
 
 The slow tests follow the instructors' guide: the chapter's notebook as the site offers it (with the
 reference solutions: a right submission), the student edition's notebook with wrong answers typed in
@@ -17,9 +17,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from memcap.__main__ import main
-from memcap.edition import strip_solutions
-from memcap.grading import find_submissions, resolve_chapter, sandbox_problem
-from memcap.site import write_notebook
+from memcap.textbook.edition import strip_solutions
+from memcap.textbook.grading import find_submissions, resolve_chapter, sandbox_problem
+from memcap.textbook.site import write_notebook
 from tests.conftest import ROOT
 
 CHAPTER = "book/mahdavi/skip"
@@ -172,7 +172,7 @@ def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp
     nbformat.write(new_notebook(cells=[new_code_cell(
         "from memcap.exercises import check\ncheck('ex-mahdavi-skip-2', (-0.5, 2.5))")]), subs / "zoe.ipynb")
     (subs / "garbage.ipynb").write_text("{ not a notebook")
-    from memcap.grading import grade_folder
+    from memcap.textbook.grading import grade_folder
 
     report = grade_folder(subs, "skip", tmp_path / "out", cell_timeout=25, timeout=35, log=lambda line: None)
     verdicts = {(r["student"], r["exercise"]): r for r in report.rows}
@@ -186,7 +186,7 @@ def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp
 
 
 def test_bad_arguments_are_refused_naming_them(tmp_path):
-    from memcap.grading import Limits, grade_folder
+    from memcap.textbook.grading import Limits, grade_folder
 
     with pytest.raises(ValueError, match="sandbox must be one of"):
         grade_folder(tmp_path, "skip", tmp_path / "out", sandbox="auto")
@@ -208,7 +208,7 @@ def test_the_sandbox_mounts_only_what_the_kernel_needs(tmp_path):
     """The bubblewrap command line: no whole-disk mount, an empty environment, no network, no
     capabilities, a process namespace that dies with the grader; submissions or results inside a
     mounted folder are hidden (``grade book/...``), and the submissions folder never becomes a mount."""
-    from memcap.grading import Limits, _bwrap_argv, _needed
+    from memcap.textbook.grading import Limits, _bwrap_argv, _needed
 
     inside = ROOT / "book" / "submissions-of-a-course"
     argv = _bwrap_argv("bwrap", tmp_path / "copy", tmp_path / "run", [inside, tmp_path / "out"], Limits())

@@ -21,7 +21,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from memcap.__main__ import main
-from memcap.grading import Limits, grade_folder, sandbox_problem
+from memcap.textbook.grading import Limits, grade_folder, sandbox_problem
 
 SECRET = "memcap-test-secret-4417"
 
@@ -45,7 +45,7 @@ check("ex-mahdavi-skip-3", second_layer)
 WRONG = "from memcap.exercises import check\ncheck('ex-mahdavi-skip-2', (0.0, 0.0))\n"
 
 PATCH_CHECKER = WRONG + """\
-import memcap.exercises as ex, memcap.exercises.checking as ch
+import memcap.textbook.exercises as ex, memcap.textbook.exercises.checking as ch
 forged = lambda label, *a, **k: ex.Result(label, True, "1 case")
 ex.run_check = ch.run_check = forged
 ex.grade = lambda label: {"exercise": label, "passed": True, "message": "1 case"}
@@ -65,20 +65,20 @@ verdict = {"exercise": "ex-mahdavi-skip-2", "passed": True, "message": "2 cases"
 print("MEMCAP-GRADE " + json.dumps(verdict))
 display({"application/x-memcap-answer": json.dumps({"answer": {"args": [[-0.5, 2.5]], "named": {}}})},
         raw=True)
-fake = types.ModuleType("memcap._grading_wire")
+fake = types.ModuleType("memcap.textbook._grading_wire")
 fake.export = lambda label: print("MEMCAP-GRADE " + json.dumps(verdict))
 fake.invoke = fake.export
-sys.modules["memcap._grading_wire"] = fake
+sys.modules["memcap.textbook._grading_wire"] = fake
 """
 
 GARBAGE = """\
 import sys, types
 from IPython.display import display
-fake = types.ModuleType("memcap._grading_wire")
+fake = types.ModuleType("memcap.textbook._grading_wire")
 replies = iter(['not json {', '{"answer": {"args": [{"$": "record", "type": "os.system", "fields": {}}],'
                 ' "named": {}}}'])
 fake.export = lambda label: display({"application/x-memcap-answer": next(replies)}, raw=True)
-sys.modules["memcap._grading_wire"] = fake
+sys.modules["memcap.textbook._grading_wire"] = fake
 print("\\x00\\xff garbage \\ud800".encode("utf-8", "surrogatepass"))
 """
 

@@ -1,4 +1,4 @@
-"""The grader's wire format (``memcap._grading_wire``): answers travel as validated data, functions stay
+"""The grader's wire format (``memcap.textbook._grading_wire``): answers travel as validated data, functions stay
 in the kernel, and the grader's verdict equals the one ``check`` gives in the student's own notebook.
 
 Here the "kernel" is this process: :func:`_loopback` serialises through JSON text exactly as the
@@ -12,8 +12,8 @@ import re
 import pytest
 import torch
 
-from memcap import _grading_wire as wire
-from memcap.exercises import _SUBMITTED, registry, run_check
+from memcap.textbook import _grading_wire as wire
+from memcap.textbook.exercises import _SUBMITTED, registry, run_check
 from tests.test_exercises import SLOW_REFERENCES, WRONG, reference_answer
 
 
@@ -83,7 +83,8 @@ class Opaque:
     ({"$": "tensor", "dtype": "float64", "shape": [-1], "data": []}, "shape"),
     ({"$": "tensor", "dtype": "int64", "shape": [1], "data": [1.5]}, "integers"),
     ({"$": "record", "type": "os.system", "fields": {"command": "true"}}, "answers hold, not 'os.system'"),
-    ({"$": "record", "type": "memcap.sweep.ResultCache", "fields": {}}, "answers hold, not 'memcap.sweep"),
+    ({"$": "record", "type": "memcap.textbook.grading.Limits", "fields": {}},
+     "answers hold, not 'memcap.textbook.grading"),
     ({"$": "record", "type": "memcap.models.mha_forward", "fields": {}}, "not a memcap dataclass"),
     ({"$": "record", "type": "memcap.models.MHAParams", "fields": {"bogus": 1}}, "no field 'bogus'"),
     ({"$": "sympy", "node": "Function", "args": []}, "not accepted"),

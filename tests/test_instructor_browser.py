@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from memcap.edition import strip_solutions
-from memcap.exercises import registry
+from memcap.textbook.edition import strip_solutions
+from memcap.textbook.exercises import registry
 from tests import pagecheck
 from tests.conftest import ROOT
 
@@ -77,7 +77,7 @@ def test_instructors_page_reads_well(browser, base, prefix):
 
 
 def test_the_index_lists_every_exercise_with_difficulty_time_and_both_editions(page, base):
-    from memcap.course import load_exercises
+    from memcap.textbook.course import load_exercises
 
     exercises = load_exercises(ROOT)
     page.goto(f"{base}/{INDEX}.html", wait_until="load")

@@ -1,5 +1,5 @@
-"""Tests of the small real-data models and loaders (memcap.vit, memcap.textmodels, memcap.realdata,
-memcap.transformer, memcap.real_assumptions)."""
+"""Tests of the small real-data models and loaders (memcap.real.vit, memcap.real.textmodels, memcap.real.data,
+memcap.real.transformer, memcap.real.assumptions)."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from memcap import real_assumptions as ra
-from memcap import realdata, textmodels, transformer, vit
+from memcap.real import assumptions as ra
+from memcap.real import data as realdata
+from memcap.real import textmodels, transformer, vit
 
 
 def gen(seed: int = 0) -> torch.Generator:

@@ -1,10 +1,10 @@
-"""memcap.site's unique box ids: boxes get unique ids, section headings keep theirs."""
+"""memcap.textbook.site's unique box ids: boxes get unique ids, section headings keep theirs."""
 from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 
-from memcap.site import _UniqueBoxIds
+from memcap.textbook.site import _UniqueBoxIds
 
 
 def _document():

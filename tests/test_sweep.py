@@ -1,4 +1,4 @@
-"""Tests of memcap/sweep.py and memcap/experiments: profiles, cache, resume, executors."""
+"""Tests of memcap/experiments/sweep.py and memcap/experiments: profiles, cache, resume, executors."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from memcap import experiments
-from memcap.sweep import (
+from memcap.experiments.sweep import (
     InProcessExecutor,
     ResultCache,
     SweepInterrupted,

@@ -2,7 +2,7 @@
 
 Every module defines ``NAME`` (its cache folder), ``LABEL`` (the figure's label in the book),
 ``TITLE``, the grids ``QUICK`` and ``PAPER`` (plain dicts, shown in the chapters) and
-``jobs(profile) -> list[dict]`` (JSON-able jobs for :func:`memcap.sweep.run_job`). Chapters call
+``jobs(profile) -> list[dict]`` (JSON-able jobs for :func:`memcap.experiments.sweep.run_job`). Chapters call
 :func:`load_or_run`: it returns cached paper-profile results when all of them are present, and otherwise
 computes (or reads from the cache) the profile selected by ``MEMCAP_PROFILE`` (quick by default).
 The summaries several figures share live in ``mahdavi_common`` and ``dana_common``; they are not
@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from memcap._checks import listed
-from memcap.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profile, run_sweep_report
+from memcap.experiments.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profile, run_sweep_report
 
 EXPERIMENTS: tuple[str, ...] = (
     "mahdavi_fig2a", "mahdavi_fig2b", "mahdavi_fig2c", "mahdavi_fig3", "mahdavi_fig4", "mahdavi_fig5",
@@ -53,7 +53,7 @@ def get(name: str) -> ModuleType:
 
 
 def jobs(name: str, profile: str | None = None) -> list[dict]:
-    """The jobs of experiment ``name`` under ``profile`` (None: :func:`memcap.sweep.current_profile`)."""
+    """The jobs of experiment ``name`` under ``profile`` (None: :func:`memcap.experiments.sweep.current_profile`)."""
     return get(name).jobs(check_profile(profile))
 
 
@@ -83,10 +83,12 @@ def _listing(kind: str, values: list[str]) -> str:
 
 @dataclass(frozen=True)
 class ExperimentResults:
-    """What an experiment produced: ``results[j]`` is the output of ``jobs[j]`` (see :func:`memcap.sweep.run_job`).
+    """What an experiment produced: ``results[j]`` is the output of ``jobs[j]``
+    (see :func:`memcap.experiments.sweep.run_job`).
 
     ``source``: 'cache' (every job read from the cache) or 'computed' (at least one job ran now).
-    ``manifests[j]``: where ``results[j]`` came from (see :class:`memcap.sweep.ResultCache`; empty when unknown).
+    ``manifests[j]``: where ``results[j]`` came from (see
+    :class:`memcap.experiments.sweep.ResultCache`; empty when unknown).
     """
 
     name: str
@@ -252,7 +254,7 @@ def cache_status(cache_dir: Any = None, names: tuple[str, ...] = EXPERIMENTS
     """What the results cache holds, loading no arrays.
 
     Returns one :class:`ProfileStatus` per experiment and profile, and per experiment the files on disk
-    counted by status (those of :meth:`memcap.sweep.ResultCache.entries`; current entries that belong to no
+    counted by status (those of :meth:`memcap.experiments.sweep.ResultCache.entries`; current entries that belong to no
     job of today's grids are counted as 'unused').
     """
     names = listed("names", names, "experiment names")

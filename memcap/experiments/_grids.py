@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from memcap.sweep import capacity_job, train_job
+from memcap.experiments.sweep import capacity_job, train_job
 from memcap.train import AoTSpec, MHASpec, TrainConfig
 
 

@@ -9,11 +9,11 @@ from typing import Sequence
 
 import numpy as np
 
-from memcap.book import sci
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, matches, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
-from memcap.sweep import check_profile
+from memcap.notation import sci
+from memcap.profiles import check_profile
 
 NAME = "mahdavi_fig4"
 LABEL = "mha-fig-4"

@@ -5,11 +5,11 @@ from typing import Sequence
 
 import numpy as np
 
-from memcap.book import sci
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, matches, theory_table
 from memcap.experiments.verdicts import Verdict, grade
-from memcap.sweep import check_profile
+from memcap.notation import sci
+from memcap.profiles import check_profile
 
 NAME = "mahdavi_fig5"
 LABEL = "mha-fig-5"

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from memcap.sweep import capacity_job
+from memcap.experiments.sweep import capacity_job
 from memcap.train import TrainConfig, spec_from_dict
 
 

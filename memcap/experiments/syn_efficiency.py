@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from memcap import bounds, synthesis
-from memcap.sweep import capacity_job
+from memcap.experiments.sweep import capacity_job
 from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict
 
 NAME = "syn_efficiency"

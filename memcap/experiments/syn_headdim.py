@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from memcap import synthesis
+from memcap.experiments.sweep import capacity_job
 from memcap.fits import PolyFit, linear_fit, poly_fit
-from memcap.sweep import capacity_job
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "syn_headdim"

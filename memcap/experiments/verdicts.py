@@ -125,13 +125,3 @@ def tally(verdicts: Sequence[Verdict]) -> str:
     rest = [f"{count['partly']} partly"] if count["partly"] else []
     rest += [f"{count['no']} not at all"] if count["no"] else []
     return head + ", " + " and ".join(rest) + "."
-
-
-def glue_md(name: str, text: str) -> None:
-    """Glue ``text`` (Markdown, math in ``$...$``) for prose: paste it with ``{glue:md}`name:myst```."""
-    from IPython.display import Markdown
-    from myst_nb import glue
-
-    if not isinstance(text, str) or not text:
-        raise ValueError(f"text must be a non-empty string, got {text!r}")
-    glue(name, Markdown(text), display=False)

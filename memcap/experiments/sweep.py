@@ -1,0 +1,758 @@
+"""Sweeps: profiles, the executor seam, the results cache, and the job runner.
+
+A sweep is a list of *jobs*, each a JSON-able dict (``{"kind": "train", "specs": [...], "config": {...}}``
+or ``{"kind": "capacity", ...}``) run by :func:`run_job`. Where jobs run is decided by an *executor*:
+anything with ``submit(fn, job) -> future`` (a ``concurrent.futures.Future`` or a look-alike). The
+default runs them in this process, one after the other (deterministic); :func:`make_executor` also
+gives a thread pool, a process pool and a Dask distributed client (optional dependency
+``dask[distributed]``), so a paper-scale sweep can spread over several GPUs or machines without any
+change to the experiments.
+
+Results go to a :class:`ResultCache`, keyed by what determines them: the job with every field that has
+its default value left out (:func:`canonical_job`; adding a field with a default to a spec keeps every
+key), and the training engine's version ``memcap.ENGINE_VERSION``. Each result is stored as
+``<experiment>/<key>/engine-<E>.json`` (NumPy arrays, if any, in an NPZ next to it; never pickle),
+written atomically (temporary file + ``os.replace``), with a *manifest* saying where it came from:
+memcap and engine versions, git commit, torch version, device, dtype, date and wall time. A result made
+by another engine version is *stale*: never returned as a hit (a sweep recomputes it; the book refuses
+it with a message saying how to refresh it). A corrupt or truncated entry is a miss with a
+:class:`CacheWarning`. A sweep that is interrupted keeps every finished job; run it again and only the
+missing jobs run.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from memcap._version import ENGINE_VERSION, __version__
+from memcap.profiles import PROFILES, check_profile, current_profile  # noqa: F401  (re-exported: sweep's callers read them here)
+
+EXECUTORS = ("inprocess", "threads", "processes", "dask")
+"""Names accepted by :func:`make_executor`."""
+
+CACHE_FORMAT = 2
+"""Layout of the results cache: 1 was ``<key>.json`` keyed by the whole job and the memcap version
+(no manifest); 2 is ``<key>/engine-<E>.json`` keyed by :func:`canonical_job`, with a manifest."""
+
+JOB_DEFAULTS: dict[str, dict[str, Any]] = {
+    "train": {"keep_params": False, "seed": 0},
+    "capacity": {"rounds": 2, "points": 3, "seed": 0},
+}
+"""Defaults of the job-level fields of :func:`train_job` and :func:`capacity_job` (left out of keys)."""
+
+
+class CacheWarning(UserWarning):
+    """A cache entry could not be read (corrupt or truncated): it is treated as missing."""
+
+
+def memcap_version() -> str:
+    """memcap's release (``memcap.__version__``), recorded in every manifest."""
+    return __version__
+
+
+def default_cache_dir() -> Path:
+    """``MEMCAP_CACHE`` if set, else ``results/`` at the root of the source checkout."""
+    env = os.environ.get("MEMCAP_CACHE", "").strip()
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+
+
+# ---------------------------------------------------------------------------------------------------
+# what identifies a job
+# ---------------------------------------------------------------------------------------------------
+
+def _to_json(value: Any, what: str = "job") -> Any:
+    """``value`` as plain JSON types (tuples become lists); TypeError naming ``what`` if impossible."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=True))
+    except TypeError as err:
+        raise TypeError(f"{what} must be JSON-serializable (dicts, lists, numbers, strings): {err}") from None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON text (so 1, 1.0 and True differ, as they do in a job)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_defaults(kind: str) -> dict[str, Any]:
+    """Defaults of the fields of MHASpec ('mha'), AoTSpec ('aot') or TrainConfig ('config'), as JSON."""
+    from memcap.train import AoTSpec, MHASpec, TrainConfig
+
+    cls = {"mha": MHASpec, "aot": AoTSpec, "config": TrainConfig}[kind]
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = _to_json(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = _to_json(f.default_factory())
+    return out
+
+
+def _without_defaults(record: dict, defaults: dict[str, Any]) -> dict:
+    return {k: v for k, v in record.items() if not (k in defaults and _same(v, defaults[k]))}
+
+
+def canonical_job(job: dict) -> dict:
+    """What determines a job's result: ``job`` as JSON with every field at its default left out.
+
+    Dropped: the job-level fields of :data:`JOB_DEFAULTS`, and the fields of every spec (``MHASpec``,
+    ``AoTSpec``) and of the ``TrainConfig`` that equal the dataclass's default. So a new field with a
+    default keeps every key; changing a default changes the engine's numbers and needs a new
+    ``memcap.ENGINE_VERSION`` (entries made before also record their whole job, and a lookup refuses
+    one whose fields disagree with today's defaults).
+    """
+    if not isinstance(job, dict):
+        raise TypeError(f"job must be a dict, got {type(job).__name__}")
+    out = _without_defaults(_to_json(job), JOB_DEFAULTS.get(job.get("kind"), {}))
+    if isinstance(out.get("specs"), list):
+        out["specs"] = [_without_defaults(s, _field_defaults(s["model"]))
+                        if isinstance(s, dict) and s.get("model") in ("mha", "aot") else s for s in out["specs"]]
+    if isinstance(out.get("config"), dict):
+        out["config"] = _without_defaults(out["config"], _field_defaults("config"))
+    return out
+
+
+def _canonical_text(job: dict) -> str:
+    return json.dumps(job, sort_keys=True, separators=(",", ":"))
+
+
+def job_key(job: dict) -> str:
+    """Cache key of a job: SHA-256 (first 20 hex digits) of its :func:`canonical_job` as canonical JSON."""
+    text = _canonical_text(canonical_job(job))
+    return hashlib.sha256(f"memcap-cache-{CACHE_FORMAT}|{text}".encode()).hexdigest()[:20]
+
+
+# ---------------------------------------------------------------------------------------------------
+# provenance
+# ---------------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> tuple[str | None, bool | None]:
+    """(commit, modified) of the git checkout memcap runs from: ``modified`` when ``memcap/`` differs
+    from the commit. (None, None) when memcap is not run from a git checkout or git is missing."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None, None
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "memcap"],
+                                cwd=root, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
+
+
+def environment(job: dict) -> dict[str, Any]:
+    """Where ``job`` runs, for its manifest: versions, git commit, device and its name, dtype."""
+    import torch
+
+    from memcap.device import describe
+
+    config = job.get("config") if isinstance(job.get("config"), dict) else {}
+    try:
+        info = describe(config.get("device"))
+        device, device_name = str(info["device"]), str(info["device_name"])
+    except ValueError:   # the job asks for a device this machine lacks; the job itself will say so
+        device, device_name = str(config.get("device")), "unavailable"
+    commit, modified = git_state()
+    return {"memcap_version": __version__, "engine_version": ENGINE_VERSION, "git_commit": commit,
+            "git_modified": modified, "torch_version": torch.__version__,
+            "python_version": platform.python_version(), "device": device, "device_name": device_name,
+            "dtype": config.get("dtype", _field_defaults("config")["dtype"])}
+
+
+def run_recorded(fn: Callable[[dict], dict], job: dict) -> tuple[dict, dict]:
+    """``(fn(job), manifest)``: runs where the executor puts it, so the manifest names that machine."""
+    env = environment(job)
+    start = time.perf_counter()
+    result = fn(job)
+    env["wall_seconds"] = round(time.perf_counter() - start, 3)
+    env["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return result, env
+
+
+# ---------------------------------------------------------------------------------------------------
+# the results cache
+# ---------------------------------------------------------------------------------------------------
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+STATUSES = ("current", "missing", "stale", "corrupt")
+"""What :meth:`ResultCache.lookup` can find for a job."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the cache holds for one job: ``status`` is one of :data:`STATUSES`.
+
+    ``current``: made by this engine version, ``result`` and ``manifest`` are set. ``stale``: made by
+    another engine version (or by the cache format 1, which recorded none), or for a job whose fields
+    disagree with today's defaults; never used. ``corrupt``: unreadable (``reason`` says why).
+    """
+
+    status: str
+    path: Path | None = None
+    result: dict | None = None
+    manifest: dict = field(default_factory=dict)
+    reason: str = ""
+
+
+class ResultCache:
+    """Job results on disk under ``root/<experiment>/<key>/engine-<E>.json`` (+ ``.npz`` for arrays).
+
+    A result is a JSON-able dict; its optional entry ``"arrays"`` maps names to NumPy arrays, which are
+    stored in the NPZ (loaded with ``allow_pickle=False``, checked against the SHA-256 the JSON records).
+    The JSON file is written last, so its presence means the job finished. Entries of other engine
+    versions stay on disk beside the current one until :meth:`prune` removes them.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else default_cache_dir()
+        self._legacy: dict[str, dict[str, list[Path]]] = {}
+
+    def _folder(self, experiment: str) -> Path:
+        if not isinstance(experiment, str) or not experiment or "/" in experiment or experiment.startswith("."):
+            raise ValueError(f"experiment must be a plain name (no '/', not hidden), got {experiment!r}")
+        return self.root / experiment
+
+    def path(self, experiment: str, job: dict) -> Path:
+        """Where the current engine's result of ``job`` lives (the JSON file)."""
+        return self._folder(experiment) / job_key(job) / f"engine-{ENGINE_VERSION}.json"
+
+    # reading -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _read(meta_path: Path, *, arrays: bool = True) -> tuple[dict, dict]:
+        """(result, manifest) of one entry; ValueError saying what is wrong if it is corrupt.
+
+        ``arrays=False`` checks the NPZ's checksum but does not load it (``result`` then has no arrays)."""
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"unreadable JSON ({err})") from None
+        if not (isinstance(meta, dict) and isinstance(meta.get("result"), dict) and isinstance(meta.get("job"), dict)):
+            raise ValueError("the JSON lacks its 'job' or 'result'")
+        result = dict(meta["result"])
+        manifest = {k: v for k, v in meta.items() if k != "result"}
+        if meta.get("has_arrays"):
+            npz_path = meta_path.with_suffix(".npz")
+            try:
+                data = npz_path.read_bytes()
+            except OSError:
+                raise ValueError(f"its arrays file {npz_path.name} is missing") from None
+            if meta.get("npz_sha256") not in (None, hashlib.sha256(data).hexdigest()):
+                raise ValueError(f"its arrays file {npz_path.name} does not match the checksum in the JSON")
+            if not arrays:
+                return result, manifest
+            try:
+                with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                    result["arrays"] = {name: npz[name] for name in npz.files}
+            except Exception as err:   # zipfile, OSError, ValueError: any unreadable NPZ is corrupt
+                raise ValueError(f"its arrays file {npz_path.name} is unreadable ({err})") from None
+        return result, manifest
+
+    def _legacy_index(self, experiment: str) -> dict[str, list[Path]]:
+        """Format-1 entries (``<experiment>/<key>.json``) by the :func:`job_key` of the job they hold."""
+        if experiment not in self._legacy:
+            index: dict[str, list[Path]] = {}
+            for path in sorted(self._folder(experiment).glob("*.json")):
+                try:
+                    job = json.loads(path.read_text(encoding="utf-8"))["job"]
+                    key = job_key(job)
+                except Exception:   # unreadable: listed as corrupt by entries(), never matched
+                    continue
+                index.setdefault(key, []).append(path)
+            self._legacy[experiment] = index
+        return self._legacy[experiment]
+
+    def lookup(self, experiment: str, job: dict, *, arrays: bool = True) -> Entry:
+        """What the cache holds for ``job``: a current result, a stale or corrupt entry, or nothing.
+
+        ``arrays=False`` leaves a current result's NumPy arrays on disk (for status reports)."""
+        meta_path = self.path(experiment, job)
+        if meta_path.exists():
+            try:
+                result, manifest = self._read(meta_path, arrays=arrays)
+            except ValueError as err:
+                return Entry("corrupt", meta_path, reason=str(err))
+            if not _same(canonical_job(manifest["job"]), canonical_job(job)):
+                return Entry("stale", meta_path, manifest=manifest,
+                             reason="made for a job whose fields differ from today's defaults")
+            return Entry("current", meta_path, result, manifest)
+        others = sorted(meta_path.parent.glob("engine-*.json"))
+        if others:
+            versions = ", ".join(p.stem.removeprefix("engine-") for p in others)
+            return Entry("stale", others[-1], reason=f"made by engine version {versions}, "
+                                                     f"this memcap's engine is {ENGINE_VERSION}")
+        legacy = self._legacy_index(experiment).get(job_key(job)) if meta_path.parent.parent.is_dir() else None
+        if legacy:
+            return Entry("stale", legacy[0], reason="made by memcap 0.1 (cache format 1), which recorded no "
+                                                    "engine version")
+        return Entry("missing")
+
+    def get(self, experiment: str, job: dict) -> dict | None:
+        """The stored result of ``job`` made by this engine version, or None (a corrupt entry warns)."""
+        entry = self.lookup(experiment, job)
+        if entry.status == "corrupt":
+            warnings.warn(f"results cache: ignoring corrupt entry {entry.path}: {entry.reason}; "
+                          "a sweep recomputes it", CacheWarning, stacklevel=2)
+        return entry.result if entry.status == "current" else None
+
+    # writing -----------------------------------------------------------------------------------------
+
+    def put(self, experiment: str, job: dict, result: dict, manifest: dict | None = None) -> Path:
+        """Store ``result`` of ``job`` atomically with its ``manifest`` (see :func:`run_recorded`;
+        None: this process's :func:`environment`); returns the JSON path."""
+        if not isinstance(result, dict):
+            raise TypeError(f"result must be a dict, got {type(result).__name__}")
+        arrays = result.get("arrays")
+        body = {k: v for k, v in result.items() if k != "arrays"}
+        info = dict(manifest) if manifest is not None else environment(job)
+        info.setdefault("engine_version", ENGINE_VERSION)
+        info.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        info.setdefault("wall_seconds", None)
+        engine = info["engine_version"]
+        if isinstance(engine, bool) or not isinstance(engine, int):
+            raise TypeError(f"manifest['engine_version'] must be an int, got {engine!r}")
+        # a worker running another engine version (an old checkout on a remote machine) is stored as such
+        meta_path = self.path(experiment, job).with_name(f"engine-{engine}.json")
+        meta = {"format": CACHE_FORMAT, **info, "key": job_key(job), "job": _to_json(job), "has_arrays": bool(arrays)}
+        npz = None
+        if arrays:
+            buffer = io.BytesIO()
+            np.savez(buffer, **{name: np.asarray(a) for name, a in arrays.items()})
+            npz = buffer.getvalue()
+            meta["npz_sha256"] = hashlib.sha256(npz).hexdigest()
+        try:
+            text = json.dumps({**meta, "result": body}, indent=1, allow_nan=True)
+        except TypeError as err:
+            raise TypeError(f"result must be JSON-serializable apart from 'arrays': {err}") from None
+        if npz is not None:
+            _atomic_write(meta_path.with_suffix(".npz"), npz)
+        _atomic_write(meta_path, text.encode("utf-8"))
+        return meta_path
+
+    # inspecting and pruning --------------------------------------------------------------------------
+
+    def experiments(self) -> list[str]:
+        """The experiment folders present in the cache."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def entries(self, experiment: str) -> Iterator[tuple[str, Path, dict, str]]:
+        """Every file of ``experiment`` as ``(status, path, manifest, reason)``, without loading arrays.
+
+        Statuses: 'current', 'stale' (another engine version), 'legacy' (cache format 1), 'corrupt',
+        'partial' (a temporary file left by a write that was killed, or arrays whose JSON is missing).
+        """
+        folder = self._folder(experiment)
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.rglob("*")):
+            if not path.is_file():
+                continue
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                yield "partial", path, {}, "temporary file of an interrupted write"
+                continue
+            if path.suffix == ".npz":
+                if not path.with_suffix(".json").exists():
+                    yield "partial", path, {}, "arrays without their JSON"
+                continue
+            if path.suffix != ".json":
+                continue
+            legacy = path.parent == folder
+            try:
+                _, manifest = self._read(path, arrays=False)
+            except ValueError as err:
+                yield "corrupt", path, {}, str(err)
+                continue
+            if legacy:
+                yield "legacy", path, manifest, "cache format 1 (no engine version)"
+            elif manifest.get("engine_version") != ENGINE_VERSION or path.stem != f"engine-{ENGINE_VERSION}":
+                yield "stale", path, manifest, f"engine version {manifest.get('engine_version')}"
+            else:
+                yield "current", path, manifest, ""
+
+    def prune(self, experiment: str | None = None,
+              statuses: Sequence[str] = ("stale", "legacy", "corrupt", "partial")) -> list[Path]:
+        """Delete the entries of ``experiment`` (None: all) whose status is in ``statuses``; return the paths.
+
+        Current entries are never deleted by default: the cache keeps every result this engine made.
+        """
+        removed = []
+        for name in [experiment] if experiment is not None else self.experiments():
+            for status, path, _, _ in list(self.entries(name)):
+                if status not in statuses:
+                    continue
+                targets = [path]
+                if path.suffix == ".json" and path.with_suffix(".npz").exists():
+                    targets.append(path.with_suffix(".npz"))
+                for target in targets:
+                    target.unlink()
+                    removed.append(target)
+            folder = self._folder(name)
+            for sub in sorted(folder.glob("*/"), reverse=True) if folder.is_dir() else []:
+                if sub.is_dir() and not any(sub.iterdir()):
+                    sub.rmdir()
+            self._legacy.pop(name, None)
+        return removed
+
+    def __repr__(self) -> str:
+        return f"ResultCache({str(self.root)!r})"
+
+
+# ---------------------------------------------------------------------------------------------------
+# executors
+# ---------------------------------------------------------------------------------------------------
+
+class InProcessExecutor:
+    """Runs each job at ``submit`` time in this process and returns a finished future (deterministic)."""
+
+    parallelism = 1
+
+    def submit(self, fn: Callable[[dict], Any], job: dict) -> cf.Future:
+        future: cf.Future = cf.Future()
+        try:
+            future.set_result(fn(job))
+        except Exception as err:   # handed to the caller through the future, as any executor does
+            future.set_exception(err)
+        return future
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Nothing to release."""
+
+
+class _DaskExecutor:
+    """Adapter: a Dask distributed ``Client`` behind the ``submit(fn, job) -> future`` seam."""
+
+    def __init__(self, client: Any, cluster: Any = None) -> None:
+        self.client, self.cluster = client, cluster
+        self._executor = client.get_executor(pure=False)
+        self.parallelism = max(1, sum(client.nthreads().values()))
+
+    def submit(self, fn: Callable[[dict], Any], job: dict) -> cf.Future:
+        return self._executor.submit(fn, job)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._executor.shutdown(wait=wait)
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def abandon(self) -> None:
+        """Cancel every queued and running task on the cluster now (quietly: the user asked for it)."""
+        import logging
+
+        logging.getLogger("distributed").setLevel(logging.ERROR)
+        futures = list(getattr(self._executor, "_futures", ()))
+        if futures:
+            self.client.cancel(futures, force=True)
+        self.shutdown(wait=False)
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which cancels the sweep and terminates them."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None) -> Any:
+    """An executor for :func:`run_sweep`.
+
+    ``kind``: 'inprocess' (default, deterministic), 'threads' or 'processes' (``concurrent.futures`` pools
+    with ``workers`` workers), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
+    cluster of ``workers`` single-threaded processes when ``address`` is None; needs
+    ``pip install 'dask[distributed]'``). ``workers`` is refused for 'inprocess' and for 'dask' with an
+    ``address`` (the cluster has its own workers); ``address`` is refused for every kind but 'dask'.
+    """
+    if kind not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {kind!r}")
+    if workers is not None:
+        from memcap._checks import positive_int
+        positive_int("workers", workers)
+        if kind == "inprocess" or (kind == "dask" and address is not None):
+            raise ValueError(f"workers is only used by the threads, processes and local dask executors, "
+                             f"not by executor {kind!r}{' with an address' if address is not None else ''}")
+    if address is not None and kind != "dask":
+        raise ValueError(f"address is only used by the dask executor, not by executor {kind!r}")
+    if kind == "inprocess":
+        return InProcessExecutor()
+    if kind == "threads":
+        return cf.ThreadPoolExecutor(max_workers=workers or 2)
+    if kind == "processes":
+        import multiprocessing
+        return cf.ProcessPoolExecutor(max_workers=workers or 2, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_ignore_sigint)
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ImportError("the 'dask' executor needs Dask distributed: pip install 'dask[distributed]' "
+                          "(or pip install 'memcap[distributed]')") from None
+    if address is not None:
+        return _DaskExecutor(Client(address))
+    import logging
+
+    # a random port for the scheduler's HTTP server (8787 may be taken), and the workers' logs only for errors
+    cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    return _DaskExecutor(Client(cluster), cluster)
+
+
+def abandon(executor: Any) -> None:
+    """Stop ``executor`` at once after an interruption, dropping its queued and running jobs.
+
+    Process pools: queued jobs are cancelled and the workers terminated. Dask: every task is cancelled on
+    the cluster. Threads cannot be stopped from outside: their queue is cancelled, and the command line
+    ends the process without waiting for the running ones.
+    """
+    if isinstance(executor, cf.ProcessPoolExecutor):
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(_ended(p) for p in processes):
+            time.sleep(0.02)
+    elif isinstance(executor, cf.ThreadPoolExecutor):
+        executor.shutdown(wait=False, cancel_futures=True)
+    elif callable(getattr(executor, "abandon", None)):
+        executor.abandon()
+    elif callable(getattr(executor, "shutdown", None)):
+        executor.shutdown(wait=False)
+
+
+def _ended(process: Any) -> bool:
+    """Whether a pool's worker process has exited (the pool's own thread may have reaped it first)."""
+    process.join(timeout=0)
+    if process.exitcode is not None:
+        return True
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _parallelism(executor: Any) -> int:
+    value = getattr(executor, "parallelism", None) or getattr(executor, "_max_workers", None) or 4
+    return max(1, int(value))
+
+
+# ---------------------------------------------------------------------------------------------------
+# jobs
+# ---------------------------------------------------------------------------------------------------
+
+def train_job(specs: Sequence[Any], config: Any, *, keep_params: bool = False, seed: int = 0) -> dict:
+    """A job that trains ``specs`` (MHASpec/AoTSpec) with ``config`` (TrainConfig) as stacks."""
+    return {"kind": "train", "specs": [s.to_dict() for s in specs], "config": config.to_dict(),
+            "keep_params": bool(keep_params), "seed": int(seed)}
+
+
+def capacity_job(specs: Sequence[Any], candidates: Sequence[int], config: Any, *, rounds: int = 2,
+                 points: int = 3, seed: int = 0) -> dict:
+    """A job that runs :func:`memcap.train.capacity_search` for ``specs`` over the ladder ``candidates``."""
+    return {"kind": "capacity", "specs": [s.to_dict() for s in specs], "candidates": [int(T) for T in candidates],
+            "config": config.to_dict(), "rounds": int(rounds), "points": int(points), "seed": int(seed)}
+
+
+def run_job(job: dict) -> dict:
+    """Run one job (see :func:`train_job`, :func:`capacity_job`); returns a JSON-able dict.
+
+    Train jobs give ``records`` (one dict per model: spec fields, accuracy, loss, memorized, steps,
+    stop_step), ``history`` (periodic full-set accuracies) and, with ``keep_params``, ``arrays`` holding
+    ``"<i>/<weight>"`` per model. Capacity jobs give ``capacities`` (one dict per spec). torch's global
+    RNG is seeded with ``job['seed']`` first, so pooled and serial runs agree.
+    """
+    import torch
+
+    from memcap.train import TrainConfig, capacity_search, spec_from_dict, train_models
+
+    if not isinstance(job, dict) or job.get("kind") not in ("train", "capacity"):
+        raise ValueError(f"job must be a dict with kind 'train' or 'capacity', got {job!r:.80}")
+    torch.manual_seed(int(job.get("seed", 0)))
+    specs = [spec_from_dict(s) for s in job["specs"]]
+    config = TrainConfig.from_dict(job["config"])
+    start = time.perf_counter()
+    if job["kind"] == "capacity":
+        found = capacity_search(specs, job["candidates"], config, rounds=job.get("rounds", 2),
+                                points=job.get("points", 3))
+        return {"capacities": [c.to_dict() for c in found], "seconds": time.perf_counter() - start}
+    result = train_models(specs, config, keep_params=bool(job.get("keep_params")))
+    out = {"records": result.records(), "seconds": result.seconds, "device": result.device,
+           "history": {"steps": result.history_steps.tolist(), "accuracy": result.history_accuracy.tolist(),
+                       "loss": result.history_loss.tolist()}}
+    if result.params is not None:
+        out["arrays"] = {f"{i}/{name}": w for i, p in enumerate(result.params) for name, w in p.items()}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# the sweep
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What :func:`run_sweep_report` did: ``results[j]`` and ``manifests[j]`` belong to ``jobs[j]``.
+
+    ``cached``: jobs read from the cache; ``computed``: jobs run now; ``refreshed``: of those, how many
+    replaced a stale entry; ``corrupt``: how many replaced a corrupt one.
+    """
+
+    results: tuple[dict, ...]
+    manifests: tuple[dict, ...]
+    cached: int
+    computed: int
+    refreshed: int
+    corrupt: int
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or another KeyboardInterrupt) stopped a sweep; every finished job is in the cache."""
+
+    def __init__(self, experiment: str, total: int, cached: int, computed: int, dropped: int) -> None:
+        super().__init__(experiment)
+        self.experiment, self.total, self.cached, self.computed, self.dropped = (experiment, total, cached,
+                                                                                   computed, dropped)
+
+    def summary(self) -> str:
+        """One line for the user: what is stored and how to go on."""
+        stored = self.cached + self.computed
+        return (f"interrupted: {self.experiment}: {stored} of {self.total} jobs are in the cache "
+                f"({self.computed} finished in this run), {self.dropped} queued or running jobs cancelled; "
+                f"run the same command again to continue")
+
+
+def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = None,
+                     cache: ResultCache | None = None, fn: Callable[[dict], dict] = run_job,
+                     progress: Callable[[int, int, int], None] | None = None) -> SweepReport:
+    """Run every job that has no current result in ``cache`` on ``executor``; see :func:`run_sweep`.
+
+    Stale and corrupt entries are recomputed (a corrupt one with a :class:`CacheWarning`). A
+    KeyboardInterrupt cancels the jobs not yet started and raises :class:`SweepInterrupted` (finished jobs
+    are stored as they finish, and one that finished as the interruption came is stored first).
+    """
+    jobs = list(jobs)
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict):
+            raise TypeError(f"jobs[{i}] must be a dict, got {type(job).__name__}")
+    if cache is not None and not isinstance(cache, ResultCache):
+        raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
+    executor = InProcessExecutor() if executor is None else executor
+    if not callable(getattr(executor, "submit", None)):
+        raise TypeError(f"executor must have a submit(fn, job) method, got {type(executor).__name__}")
+    results: list[dict | None] = [None] * len(jobs)
+    manifests: list[dict] = [{} for _ in jobs]
+    todo, stale, corrupt = [], 0, 0
+    for i, job in enumerate(jobs):
+        entry = cache.lookup(experiment, job) if cache is not None else Entry("missing")
+        if entry.status == "current":
+            results[i], manifests[i] = entry.result, entry.manifest
+            continue
+        todo.append(i)
+        stale += entry.status == "stale"
+        if entry.status == "corrupt":
+            corrupt += 1
+            warnings.warn(f"results cache: ignoring corrupt entry {entry.path}: {entry.reason}; recomputing it",
+                          CacheWarning, stacklevel=2)
+    cached = len(jobs) - len(todo)
+    computed = 0
+    if progress is not None:
+        progress(cached, len(jobs), cached)
+    window = _parallelism(executor)
+    task = functools.partial(run_recorded, fn)
+    pending: dict[cf.Future, int] = {}
+    error: BaseException | None = None
+    queue = iter(todo)
+    submitted = 0
+    try:
+        while True:
+            while error is None and len(pending) < window:
+                i = next(queue, None)
+                if i is None:
+                    break
+                submitted += 1
+                pending[executor.submit(task, jobs[i])] = i
+            if not pending:
+                break
+            finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for future in finished:
+                i = pending.pop(future)
+                try:
+                    result, manifest = future.result()
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as err:   # keep draining in-flight jobs, then re-raise
+                    error = error or err
+                    continue
+                if cache is not None:
+                    try:
+                        cache.put(experiment, jobs[i], result, manifest)
+                    except KeyboardInterrupt:   # the job is finished: store it, then stop
+                        cache.put(experiment, jobs[i], result, manifest)
+                        raise
+                if manifest.get("engine_version") != ENGINE_VERSION:
+                    error = error or RuntimeError(
+                        f"a worker ran jobs[{i}] with engine version {manifest.get('engine_version')} (memcap at "
+                        f"commit {manifest.get('git_commit')}), this process has engine version {ENGINE_VERSION}: "
+                        "update memcap on every worker; the result is stored as stale")
+                    continue
+                results[i], manifests[i] = result, manifest
+                computed += 1
+                if progress is not None:
+                    progress(cached + computed, len(jobs), cached)
+    except KeyboardInterrupt:
+        for future in pending:
+            future.cancel()
+        raise SweepInterrupted(experiment, len(jobs), cached, computed, len(todo) - computed) from None
+    if error is not None:
+        raise error
+    return SweepReport(tuple(results), tuple(manifests), cached, computed,  # type: ignore[arg-type]
+                       refreshed=stale, corrupt=corrupt)
+
+
+def run_sweep(experiment: str, jobs: Sequence[dict], *, executor: Any = None, cache: ResultCache | None = None,
+              fn: Callable[[dict], dict] = run_job,
+              progress: Callable[[int, int, int], None] | None = None) -> list[dict]:
+    """Run every job not yet in ``cache`` on ``executor``; return all results in the order of ``jobs``.
+
+    ``executor``: anything with ``submit(fn, job) -> future`` (default :class:`InProcessExecutor`); at
+    most its parallelism many jobs are in flight, and each finished job is written to ``cache`` at once,
+    with its manifest. If a job fails, the jobs in flight still finish and are stored, then the first
+    error is raised: a rerun continues where the sweep stopped. ``progress(done, total, cached)`` is
+    called after each job. ``cache=None`` keeps results in memory only.
+    """
+    return list(run_sweep_report(experiment, jobs, executor=executor, cache=cache, fn=fn, progress=progress).results)

@@ -1,0 +1,39 @@
+"""How the book writes a number in running text and labels: :func:`sci`.
+
+``0.0078`` becomes :math:`7.8\\times 10^{-3}` (as LaTeX, for ``$...$``), not ``7.8e-03``. The chapters glue
+such numbers with :func:`memcap.textbook.page.glue_sci`; the experiments' generated sentences and figure
+labels call :func:`sci` directly.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = ["sci"]
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """``value`` as LaTeX for running text: ``0.0078 -> '7.8 \\times 10^{-3}'``, ``0.25 -> '0.25'``.
+
+    Numbers with magnitude in [0.01, 10^4) are written plainly with ``digits + 1`` significant
+    digits (all digits of the integer part are kept: ``1234.5 -> '1234'``); others as a mantissa with
+    ``digits`` decimals times a power of ten. Zero is ``'0'``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"value must be a real number, got {value!r}")
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0:
+        raise ValueError(f"digits must be an integer >= 0, got {digits!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"value must be finite, got {value}")
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if 0.01 <= magnitude < 1e4:
+        decimals = max(0, digits - math.floor(math.log10(magnitude)))
+        return f"{value:.{decimals}f}"
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    exponent = int(exponent)
+    if mantissa.lstrip("-") in ("1", "1." + "0" * digits):
+        return f"{'-' if value < 0 else ''}10^{{{exponent}}}"
+    return f"{mantissa} \\times 10^{{{exponent}}}"

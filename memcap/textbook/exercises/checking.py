@@ -1,0 +1,359 @@
+"""The machinery behind ``check("ex-...", answer)``: the registry, the result, and helpers for checkers.
+
+A *checker* is a small function registered under an exercise's label with :func:`checker`. It receives
+the student's answer (the arguments of ``check`` after the label), tests it, and either returns (the
+answer is right) or raises :class:`Failure` through the helpers :func:`fail`, :func:`expect` and
+:func:`close`, which say what is wrong, in which case, what was expected and what was given, with a
+hint. Its docstring's first line says what it tests; the book's exercise index and the grading
+report show it. Where an exercise admits many right answers, a checker tests properties of the
+answer (the shifted tokens sum to zero, the returned layer reproduces the labels), not one value.
+
+Messages never print solution code. For a *numeric* answer they do not print the expected number
+either, since that number is the answer: they say whether the given value is too large or too small,
+and by what factor. For a *function* answer they print the failing case, the expected property and
+what the function gave. A message never shows "expected" and "got" that read the same (:func:`fail`
+then adds their types, or more digits).
+
+A right answer is right in every natural type (:func:`run_check` and :func:`tensor_answer`): NumPy
+arrays and scalars (``numpy.bool_`` verdicts, ``numpy.int64`` counts) are read as tensors and Python
+numbers, also inside dicts, lists and tuples and in what an answer function returns; where a checker
+expects a tensor, a nested list is accepted, and a column or a row where it expects a vector.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+import sys
+import textwrap
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
+
+__all__ = ["Checker", "Failure", "Result", "call", "case", "checker", "close", "expect", "fail",
+           "numbers_by_key", "registry", "run_check", "tensor_answer"]
+
+_REGISTRY: dict[str, "Checker"] = {}
+
+
+@dataclass(frozen=True)
+class Checker:
+    """One exercise's checker: its label, its chapter (``book/mahdavi/tightness``) and the function."""
+
+    label: str
+    chapter: str
+    function: Callable[..., None]
+
+    @property
+    def summary(self) -> str:
+        """What the checker tests: the first paragraph of its docstring, on one line."""
+        doc = inspect.getdoc(self.function) or ""
+        return " ".join(doc.split("\n\n")[0].split())
+
+    @property
+    def call(self) -> str:
+        """How students call it, e.g. ``check("ex-mahdavi-skip-3", second_layer)``."""
+        names = [p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}=..."
+                 for p in inspect.signature(self.function).parameters.values()]
+        return f'check("{self.label}", {", ".join(names)})'
+
+
+class Failure(Exception):
+    """Raised inside a checker when the answer is wrong; ``str()`` is the message for the student."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """The verdict on one answer: ``passed``, and the message (``"passed (3 cases)"`` or what is wrong).
+
+    True in a boolean context exactly when the answer passed, so a solution can ``assert check(...)``.
+    """
+
+    label: str
+    passed: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        head = f"{self.label}: {'passed' if self.passed else 'not yet right'}"
+        return f"{head} ({self.message})" if self.passed else f"{head}\n{self.message}"
+
+
+def checker(label: str, chapter: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register the decorated function as the checker of exercise ``label`` of ``chapter``.
+
+    The function's parameters are what students pass after the label; its docstring says what it
+    tests (required). A label can have one checker only.
+    """
+    if not isinstance(label, str) or not label.startswith("ex-"):
+        raise ValueError(f"label must be an exercise label starting with 'ex-', got {label!r}")
+    if not isinstance(chapter, str) or not chapter.startswith("book/"):
+        raise ValueError(f"chapter must be a document path such as 'book/setting', got {chapter!r}")
+
+    def register(function: Callable[..., None]) -> Callable[..., None]:
+        if not inspect.getdoc(function):
+            raise ValueError(f"the checker of {label} needs a docstring saying what it tests")
+        if label in _REGISTRY:
+            raise ValueError(f"{label} already has a checker ({_REGISTRY[label].function.__module__})")
+        _REGISTRY[label] = Checker(label, chapter, function)
+        return function
+
+    return register
+
+
+def registry() -> dict[str, Checker]:
+    """Every registered checker, by label (the chapter modules of :mod:`memcap.textbook.exercises` loaded)."""
+    from memcap.textbook.exercises import _load_chapters
+
+    _load_chapters()
+    return dict(_REGISTRY)
+
+
+# --- the helpers a checker uses -------------------------------------------------------------------
+
+_current_case: list[str] = []
+_cases_seen: list[str] = []
+
+
+@contextmanager
+def case(description: str) -> Iterator[None]:
+    """Run a block as one named case: a failure inside it says ``in case k (description)``."""
+    _cases_seen.append(description)
+    _current_case.append(f"case {len(_cases_seen)} ({description})")
+    try:
+        yield
+    finally:
+        _current_case.pop()
+
+
+def _show(value: Any) -> str:
+    try:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().tolist() if value.numel() <= 12 else \
+                f"tensor of shape {tuple(value.shape)}"
+    except ImportError:  # pragma: no cover - torch is a dependency of memcap
+        pass
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = repr(value)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=79, subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _shown(expected: Any, got: Any) -> tuple[str, str]:
+    """How ``expected`` and ``got`` are printed; never the same text for both (a student who reads
+    "expected: True / got: True" learns nothing): their types are added, then full precision."""
+    texts = [v if isinstance(v, str) else _show(v) for v in (expected, got)]
+    if expected is None or got is None or texts[0] != texts[1]:
+        return texts[0], texts[1]
+    kinds = [type(v).__name__ for v in (expected, got)]
+    if kinds[0] != kinds[1]:
+        return f"{texts[0]} ({kinds[0]})", f"{texts[1]} ({kinds[1]})"
+    full = [repr(v) for v in (expected, got)]
+    if full[0] != full[1]:
+        return full[0][:200], full[1][:200]
+    return texts[0], f"{texts[1]} (the same value, judged wrong for the reason above)"
+
+
+def fail(what: str, *, expected: Any = None, got: Any = None, hint: str | None = None) -> NoReturn:
+    """Stop the check: the answer is wrong because of ``what``.
+
+    ``expected`` and ``got`` are printed when given (``expected`` may be a sentence describing a
+    property), never as the same text; ``hint`` says how to get it right without giving the solution.
+    """
+    where = f"in {_current_case[-1]}: " if _current_case else ""
+    lines = [_wrap(f"{where}{what}")]
+    shown_expected, shown_got = _shown(expected, got)
+    if expected is not None:
+        lines.append(f"  expected: {shown_expected}")
+    if got is not None:
+        lines.append(f"  got:      {shown_got}")
+    if hint:
+        lines.append(_wrap(f"hint: {hint}"))
+    raise Failure("\n".join(lines))
+
+
+def expect(condition: bool, what: str, *, expected: Any = None, got: Any = None,
+           hint: str | None = None) -> None:
+    """:func:`fail` with the same arguments unless ``condition`` holds."""
+    if not condition:
+        fail(what, expected=expected, got=got, hint=hint)
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool):
+        fail(f"{what} should be a number, not a bool", got=value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    try:
+        import torch
+
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            return float(value.item())
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    fail(f"{what} should be a number", got=f"{type(value).__name__} {_show(value)}")
+
+
+def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: float = 0.0,
+          reveal: bool = False, hint: str | None = None) -> None:
+    """The number ``got`` equals ``expected`` up to ``rtol`` (relative) or ``atol`` (absolute).
+
+    With ``reveal=False`` (numeric answers) the message does not print ``expected``: it says whether
+    ``got`` is too large or too small, and by which factor.
+    """
+    value = _number(got, what)
+    if math.isfinite(value) and abs(value - expected) <= max(atol, rtol * abs(expected)):
+        return
+    if reveal or not math.isfinite(value):
+        fail(f"{what} is not right", expected=expected, got=value, hint=hint)
+    if expected and value and value / expected > 0:
+        factor = max(value / expected, expected / value)
+        amount = f"{factor:.3g}" if factor < 1000 else f"{factor:,.0f}"
+        side = f"about {amount} times too {'large' if abs(value) > abs(expected) else 'small'}"
+    else:
+        side = "too large" if value > expected else "too small"
+    fail(f"{what} is {side}", got=value, hint=hint)
+
+
+def tensor_answer(value: Any, shape: Sequence[int], what: str, *, hint: str | None = None) -> Any:
+    """The student's ``value`` as a float64 tensor of ``shape``, or a failure saying what is wrong.
+
+    A tensor, a NumPy array or a nested list of numbers is accepted; where ``shape`` is a vector
+    ``(n,)``, a column ``(n, 1)`` or a row ``(1, n)`` is too (and a vector where a column is expected).
+    """
+    import torch
+
+    shape = tuple(int(k) for k in shape)
+    given = value
+    if not isinstance(value, torch.Tensor):
+        try:
+            value = torch.as_tensor(_natural(value), dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            fail(f"{what} should be a tensor of shape {shape} (a torch.Tensor, NumPy array or nested list "
+                 f"of numbers)", got=type(given).__name__, hint=hint)
+    if value.is_complex() or value.dtype == torch.bool:
+        fail(f"{what} should hold real numbers", got=f"dtype {value.dtype}", hint=hint)
+    vector_like = len(shape) == 1 or (len(shape) == 2 and 1 in shape)
+    if tuple(value.shape) != shape and vector_like and value.numel() == math.prod(shape) \
+            and sum(k != 1 for k in value.shape) <= 1:
+        value = value.reshape(shape)
+    if tuple(value.shape) != shape:
+        fail(f"{what} should have shape {shape}", expected=shape, got=tuple(value.shape), hint=hint)
+    return value.detach().to(torch.float64)
+
+
+def numbers_by_key(answer: Any, keys: Sequence[Any], what: str) -> dict[Any, Any]:
+    """``answer`` as a dict over ``keys``: a mapping with exactly these keys, or a sequence in their order."""
+    if isinstance(answer, Mapping):
+        given = {(int(k) if isinstance(k, numbers.Integral) else k): v for k, v in answer.items()}
+        missing = [k for k in keys if k not in given]
+        extra = [k for k in given if k not in keys]
+        expect(not missing and not extra, f"{what} should have one entry for each of {list(keys)}",
+               got=f"keys {sorted(given, key=str)}")
+        return {k: given[k] for k in keys}
+    if isinstance(answer, Sequence) and not isinstance(answer, str) or hasattr(answer, "tolist"):
+        values = answer.tolist() if hasattr(answer, "tolist") else list(answer)
+        expect(len(values) == len(keys), f"{what} should have {len(keys)} entries, one for each of "
+               f"{list(keys)}", got=f"{len(values)} entries")
+        return dict(zip(keys, values))
+    fail(f"{what} should be a dict keyed by {list(keys)} (or a list in that order)",
+         got=f"{type(answer).__name__} {_show(answer)}")
+
+
+def call(function: Any, *args: Any, name: str = "your function", hint: str | None = None,
+         **kwargs: Any) -> Any:
+    """Call the student's ``function``; an exception it raises becomes a failure naming the case
+    (with ``hint``, if given)."""
+    expect(callable(function), f"{name} should be a function", got=type(function).__name__)
+    try:
+        return function(*args, **kwargs)
+    except Failure:
+        raise
+    except Exception as err:  # the student's code failed: report it as the answer's fault
+        fail(f"{name} raised {type(err).__name__}: {str(err)[:300]}", hint=hint)
+
+
+# --- running a checker ----------------------------------------------------------------------------
+
+def _natural(value: Any) -> Any:
+    """``value`` with NumPy's types read as the ones checkers compare: an array as a tensor (0-d: a
+    Python number), a NumPy scalar as a Python ``bool``/``int``/``float``; inside dicts, lists and
+    tuples too, and in what an answer function returns. Everything else is returned unchanged."""
+    np = sys.modules.get("numpy")   # an answer holds NumPy objects only if NumPy was imported
+    if np is not None and isinstance(value, np.generic):
+        return value.item()
+    if np is not None and isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            return value
+        if value.ndim == 0:
+            return value.item()
+        import torch
+
+        return torch.from_numpy(np.array(value))
+    if type(value) is dict:
+        return {_natural(k): _natural(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_natural(v) for v in value)
+    if inspect.isfunction(value) or inspect.ismethod(value) or isinstance(value, functools.partial):
+        function = value
+
+        @functools.wraps(function)
+        def natural(*args: Any, **kwargs: Any) -> Any:
+            return _natural(function(*args, **kwargs))
+
+        return natural
+    return value
+
+
+def run_check(label: str, *answer: Any, **named: Any) -> Result:
+    """Check ``answer`` against the checker of exercise ``label``; never raises, returns a :class:`Result`.
+
+    ``label`` may also be given in a one-element list; the answer may use NumPy's types (arrays, scalars),
+    read as tensors and Python numbers, also in what an answer function returns.
+    """
+    checkers = registry()
+    if isinstance(label, (list, tuple)) and len(label) == 1:
+        label = label[0]
+    if not isinstance(label, str):
+        return Result(str(label), False, f"the exercise's label should be a string such as "
+                                         f"'ex-mahdavi-skip-3', got {type(label).__name__} {_show(label)}")
+    if label not in checkers:
+        import difflib
+
+        near = difflib.get_close_matches(str(label), checkers, n=3)
+        guess = f"; did you mean {', '.join(near)}?" if near else ""
+        return Result(str(label), False, f"there is no checker for {label!r}{guess}")
+    entry = checkers[label]
+    try:
+        inspect.signature(entry.function).bind(*answer, **named)
+    except TypeError as err:
+        return Result(label, False, f"wrong arguments ({err}); call it as {entry.call}")
+    _cases_seen.clear()
+    _current_case.clear()
+    try:
+        entry.function(*_natural(answer), **_natural(named))
+    except Failure as failure:
+        return Result(label, False, str(failure))
+    except Exception as err:  # the answer has a shape or type the checker cannot use
+        where = f" in {_current_case[-1]}" if _current_case else ""
+        return Result(label, False, f"your answer could not be checked{where}: {type(err).__name__}: "
+                                    f"{str(err)[:300]}")
+    finally:
+        _current_case.clear()
+    count = len(_cases_seen)
+    return Result(label, True, f"{count} case{'s' * (count != 1)}" if count else "all checks")

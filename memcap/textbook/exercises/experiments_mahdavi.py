@@ -1,0 +1,82 @@
+"""Checkers of the exercises of *The experiments of Mahdavi et al.* (``book/experiments/mahdavi.md``)."""
+from __future__ import annotations
+
+import math
+
+from memcap import bounds
+from memcap.experiments import mahdavi_common
+from memcap.textbook.exercises.checking import case, checker, close, expect, fail, numbers_by_key
+from memcap.train import MHASpec
+
+CHAPTER = "book/experiments/mahdavi"
+SIZES = (10_000, 40_000)
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+@checker("ex-mahdavi-experiments-2", CHAPTER)
+def guarantee_at_paper_size(guaranteed, heads_needed):
+    """The accuracy Theorem 1 guarantees (f + (1 - f)/C) for H = 60, n = 32, d = d_h = 64, C = 100 at
+    T = 10 000 and 40 000 (a dict keyed by T, or a list in that order, as fractions), and the smallest
+    number of heads that guarantees all T = 10 000 examples."""
+    given = numbers_by_key(guaranteed, SIZES, "guaranteed")
+    capacity = bounds.mha_capacity(60, 32, 64)
+    for T in SIZES:
+        with case(f"accuracy guaranteed at T = {T}"):
+            expected = mahdavi_common.theory_accuracy(60, 32, 64, T, 100)
+            value = _float(given[T])
+            hint = ("K = H(r-1)+1 examples are memorized; each other example is right with "
+                    "probability 1/C")
+            if math.isclose(value, capacity / T, rel_tol=1e-6):
+                hint = ("the examples the construction does not memorize still count: each is right "
+                        "with probability 1/C (the chance term (1 - f)/C)")
+            elif math.isclose(value, 100 * expected, rel_tol=1e-3):
+                hint = "give the accuracy as a fraction between 0 and 1, not a percentage"
+            close(value, expected, "the guaranteed accuracy", rtol=1e-3, hint=hint)
+    with case("heads needed for all T = 10 000 examples"):
+        needed = next(H for H in range(1, 10_000) if bounds.mha_capacity(H, 32, 64) >= 10_000)
+        value = _float(heads_needed)
+        hint = "each head adds r - 1 = min(n, d_h) - 1 examples to the one of the first"
+        if value == needed - 1:
+            hint = "round up: with one head fewer, H(r-1)+1 is still below T"
+        elif math.isclose(value, math.ceil(10_000 / 32)):
+            hint = "each head adds r - 1 = 31 examples, not n = 32"
+        close(value, needed, "the number of heads", hint=hint)
+
+
+@checker("ex-mahdavi-experiments-3", CHAPTER)
+def memorized_counts(specs, counts):
+    """The training setup and the unit of the answer: three MHASpec with H = 1, 2, 4 on the same
+    T = 150 examples (n = 8, d = 16, shared context, 100 classes, the same data seed), and the counts
+    of memorized examples, one per spec, each a whole number between 0 and T (accuracy times T)."""
+    specs = list(specs)
+    expect(len(specs) == 3, "train one model for each of H = 1, 2, 4", got=f"{len(specs)} specs")
+    for spec, H in zip(specs, (1, 2, 4)):
+        with case(f"the spec for H = {H}"):
+            if not isinstance(spec, MHASpec):
+                fail("each spec should be a memcap.train.MHASpec", got=type(spec).__name__)
+            wanted = {"heads": H, "context_size": 8, "examples": 150, "dim": 16, "classes": 100,
+                      "shared": True, "data_seed": specs[0].data_seed}
+            for field, value in wanted.items():
+                expect(getattr(spec, field) == value, f"the spec's {field} should be {value}",
+                       got=getattr(spec, field),
+                       hint="the models must see the same examples: same T, n, d, classes and data "
+                            "seed, only H changes")
+    counts = counts.tolist() if hasattr(counts, "tolist") else list(counts)
+    expect(len(counts) == 3, "give one count per model", got=f"{len(counts)} counts")
+    expect(not all(_float(c) <= 1 for c in counts), "these look like accuracies, not counts",
+           got=counts, hint="multiply each accuracy by the number of examples T")
+    for spec, count in zip(specs, counts):
+        with case(f"the count for H = {spec.heads}"):
+            value = _float(count)
+            expect(math.isfinite(value) and 0 <= value <= spec.examples,
+                   f"a count of memorized examples lies between 0 and T = {spec.examples}",
+                   got=count, hint="the accuracy is a fraction of the T examples")
+            expect(abs(value - round(value)) <= 1e-6 * spec.examples,
+                   "a count of memorized examples is a whole number", got=count,
+                   hint="count examples: multiply the training accuracy by T")

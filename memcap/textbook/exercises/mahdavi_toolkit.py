@@ -1,0 +1,74 @@
+"""Checkers of the exercises of *The linear-algebra toolkit* (``book/mahdavi/toolkit.md``)."""
+from __future__ import annotations
+
+import sympy as sp
+import torch
+
+from memcap import linalg
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, tensor_answer
+
+CHAPTER = "book/mahdavi/toolkit"
+
+
+def _symbol(expression, what: str) -> sp.Symbol:
+    expect(isinstance(expression, sp.Basic), f"{what} should be a SymPy expression in lambda",
+           got=type(expression).__name__)
+    free = sorted(expression.free_symbols, key=str)
+    expect(len(free) == 1, f"{what} should depend on the one symbol lambda",
+           got=f"free symbols {[str(x) for x in free]}", hint="n = 5 is a number here, lambda a symbol")
+    return free[0]
+
+
+@checker("ex-mahdavi-toolkit-2", CHAPTER)
+def shifted_identity(det_5, eigenvalues_5, lost_at):
+    """det(I_5 + (lambda/5) 1 1^T) as a SymPy expression in one symbol (any name), its eigenvalues as
+    a dict {eigenvalue: multiplicity} (as SymPy's eigenvals gives), and the value of lambda at which
+    the shift e_i -> e_i + lambda e_bar destroys independence."""
+    with case("the determinant"):
+        lam = _symbol(det_5, "the determinant")
+        if sp.simplify(det_5 - (1 + 5 * lam)) == 0:
+            fail("the determinant is not right", got=det_5,
+                 hint="the matrix is I + (lambda/n) 1 1^T, with the factor 1/n")
+        expect(sp.simplify(det_5 - (1 + lam)) == 0, "the determinant is not right", got=det_5,
+               hint="1 1^T has eigenvalue n on the vector 1 and 0 on its orthogonal complement")
+    with case("the eigenvalues"):
+        expect(isinstance(eigenvalues_5, dict), "the eigenvalues should be a dict {eigenvalue: "
+               "multiplicity}", got=type(eigenvalues_5).__name__, hint="Matrix.eigenvals() gives one")
+        total = sum(int(k) for k in eigenvalues_5.values())
+        expect(total == 5, "the multiplicities should add up to n = 5", got=total)
+        want = {sp.expand(1 + lam): 1, sp.Integer(1): 4}
+        got = {sp.expand(sp.sympify(ev)): int(k) for ev, k in eigenvalues_5.items()}
+        expect(got == want, "the eigenvalues or their multiplicities are not right",
+               got=", ".join(f"{ev} (x{k})" for ev, k in got.items()),
+               hint="the all-ones direction is stretched; the n - 1 directions orthogonal to it are "
+                    "left alone")
+    with case("where independence is lost"):
+        close(lost_at, -1.0, "lambda", atol=1e-12,
+              hint="independence is lost where the determinant vanishes")
+
+
+def _low_rank(rows: int, cols: int, rank: int, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(rows, rank, generator=gen, dtype=torch.float64)
+            @ torch.randn(rank, cols, generator=gen, dtype=torch.float64))
+
+
+@checker("ex-mahdavi-toolkit-3", CHAPTER)
+def rank_lowering(rank_lowering_perturbation):
+    """A function A -> Delta that lowers the rank of A with the smallest spectral norm: rank(A + Delta)
+    < rank(A) and ||Delta||_2 <= sigma_min(A) (its smallest nonzero singular value), on matrices of
+    ranks 3, 4 and 6 of the checker's own."""
+    for rows, cols, rank, seed in ((10, 6, 3, 31), (20, 8, 4, 32), (12, 9, 6, 33)):
+        with case(f"a {rows} x {cols} matrix of rank {rank}"):
+            A = _low_rank(rows, cols, rank, seed)
+            delta = call(rank_lowering_perturbation, A.clone())
+            delta = tensor_answer(delta, A.shape, "the perturbation Delta (of the shape of A)")
+            new_rank = linalg.rank(A + delta)
+            expect(new_rank < rank, "A + Delta should have a lower rank than A", expected=f"rank < {rank}",
+                   got=f"rank {new_rank}", hint="remove one singular triple of A")
+            sigma = float(torch.linalg.svdvals(A)[rank - 1])
+            norm = float(torch.linalg.matrix_norm(delta, ord=2))
+            expect(norm <= sigma * (1 + 1e-9), "Delta is larger than needed",
+                   expected="||Delta||_2 <= sigma_min(A), the smallest nonzero singular value",
+                   got=f"||Delta||_2 = {norm / sigma:.4g} sigma_min(A)",
+                   hint="remove the smallest nonzero singular triple, -sigma_r u_r v_r^T (Eckart-Young)")
