@@ -880,3 +880,24 @@ def cases() -> dict[str, Case]:
         Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),
     ]
     return {case.name: case for case in listed}
+
+
+def generator_calls() -> dict[str, Callable[[torch.device], dict]]:
+    """A valid call (toy sizes) of every public callable that takes ``generator`` but has no :class:`Case`
+    (its other arguments are sizes, a config or a module: :data:`NO_BAD_INPUT`), by its defining name;
+    ``tests/test_api.py`` calls each with ``generator=None`` and with seeded generators."""
+    from memcap import textmodels
+    from memcap import transformer as tf
+    from memcap import vit as vt
+
+    return {
+        "memcap.textmodels.TinyGPT":
+            lambda dev: {"config": textmodels.GPTConfig(vocab=10, context=4, dim=8, heads=2, depth=1)},
+        "memcap.vit.TinyViT": lambda dev: {"config": vt.ViTConfig(image_size=4, patch=2, dim=8, heads=2, depth=1)},
+        "memcap.transformer.init_xavier_": lambda dev: {"module": tf.Block(4, 2).to(dev)},
+        "memcap.data.random_lookup_table": lambda dev: {"vocab": 4, "seq_len": 2, "device": dev},
+        "memcap.lookup.gaussian_unembedding": lambda dev: {"vocab": 5, "dim": 3, "device": dev},
+        "memcap.construct.dana_features.certify_all_sets":
+            lambda dev: {"vocab": 3, "seq_len": 2, "dim": 2, "heads": 2, "head_dim": 2},
+        "memcap.synthesis.dana_table": lambda dev: {"vocab": 3, "seq_len": 2, "dim": 2, "heads": 1, "head_dim": 2},
+    }
