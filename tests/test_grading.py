@@ -11,6 +11,7 @@ import csv
 import os
 import shutil
 import subprocess
+import uuid
 
 import nbformat
 import pytest
@@ -165,8 +166,9 @@ def test_a_folder_of_three_submissions_is_graded(tmp_path, bubblewrap, capsys):
 def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp_path, bubblewrap):
     subs = tmp_path / "submissions"
     subs.mkdir()
+    marker = f"600.{uuid.uuid4().int % 10 ** 9:09d}"   # sleep's argument: a command line only this test has
     nbformat.write(new_notebook(cells=[new_code_cell(
-        "import signal, subprocess\nsubprocess.Popen(['sleep', '600'])\n"
+        f"import signal, subprocess\nsubprocess.Popen(['sleep', '{marker}'])\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass")]), subs / "loop.ipynb")
     nbformat.write(new_notebook(cells=[new_code_cell("import os\nos._exit(3)")]), subs / "crash.ipynb")
     nbformat.write(new_notebook(cells=[new_code_cell(
@@ -181,7 +183,8 @@ def test_a_notebook_that_ignores_interrupts_is_stopped_and_the_others_graded(tmp
     assert "not a readable notebook" in verdicts["garbage", "ex-mahdavi-skip-2"]["message"]
     assert verdicts["crash", "ex-mahdavi-skip-2"]["result"] == "fail"
     assert set(report.problems) == {"loop", "crash", "garbage"}
-    alive = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout
+    alive = subprocess.run(["pgrep", "-f", "-x", "sleep " + marker.replace(".", "\\.")], capture_output=True,
+                           text=True).stdout
     assert not alive.strip(), "a process started by a graded notebook outlived the grading"
 
 
