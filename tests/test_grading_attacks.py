@@ -23,6 +23,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from memcap.__main__ import main
 from memcap.textbook.grading import Limits, grade_folder, sandbox_problem
+from tests.conftest import require_system_tool
 
 SECRET = "memcap-test-secret-4417"
 
@@ -196,8 +197,7 @@ def attacked(tmp_path_factory):
     """One grading run of every attacker beside two honest students; the grader's environment holds a
     secret and its home a secret file."""
     problem = sandbox_problem()
-    if problem:
-        pytest.fail(f"the attack tests need a working bubblewrap sandbox (CI installs it): {problem}")
+    require_system_tool(problem and f"the attack tests need a working bubblewrap sandbox: {problem}")
     root = tmp_path_factory.mktemp("attacks")
     subs, out, home = root / "submissions", root / "grades", root / "home"
     subs.mkdir()
