@@ -19,8 +19,9 @@ def started_file(folder: Path, job: dict) -> Path:
 
 
 def run_job_announced(job: dict) -> dict:
-    """:func:`memcap.sweep.run_job`, after creating the job's :func:`started_file` in ``$MEMCAP_TEST_STARTED_DIR``."""
-    from memcap.sweep import run_job
+    """:func:`memcap.experiments.sweep.run_job`, after creating the job's :func:`started_file` in the folder
+    ``$MEMCAP_TEST_STARTED_DIR``."""
+    from memcap.experiments.sweep import run_job
 
     started_file(Path(os.environ[ANNOUNCE_DIR]), job).touch()
     return run_job(job)

@@ -205,6 +205,10 @@ SAME_FOR_EVERY_SEED = {
 """Calls whose result does not depend on the seed, with the reason."""
 
 
+def test_the_seed_exceptions_name_generator_functions():
+    assert set(SAME_FOR_EVERY_SEED) <= set(GENERATOR_FUNCTIONS)
+
+
 @pytest.mark.parametrize("name", GENERATOR_FUNCTIONS)
 def test_the_generator_is_the_source_of_the_random_draws(name, one_thread):
     """Seeds 0 and 1 give different results, so the generator passed in is the one that draws (not a

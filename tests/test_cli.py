@@ -117,9 +117,9 @@ _PATCHED_CLI = textwrap.dedent("""
     jobs = json.loads(sys.argv[1])
     experiments.get("dana_fig4").jobs = lambda profile: jobs
     if os.environ.get("MEMCAP_TEST_STARTED_DIR"):   # announce each job as it starts (tests/started_jobs.py)
-        import memcap.sweep
+        import memcap.experiments.sweep
         from tests.started_jobs import run_job_announced
-        memcap.sweep.run_sweep_report.__kwdefaults__["fn"] = run_job_announced
+        memcap.experiments.sweep.run_sweep_report.__kwdefaults__["fn"] = run_job_announced
     from memcap.__main__ import cli
     cli(sys.argv[2:])
 """)

@@ -242,3 +242,9 @@ def test_the_public_api_in_float32_keeps_the_precision_and_the_values(name, one_
     if "float64" in _float_dtypes(inputs):
         assert _float_dtypes(double) <= {"float64"}, "float64 in, float32 out: precision lost"
     assert _differences(single, double) == []
+
+
+def test_the_float32_exceptions_name_cases():
+    """A renamed or removed function cannot stay behind in the lists of exceptions."""
+    assert set(COMPUTES_IN_FLOAT64) | set(REFUSES_FLOAT32) <= set(CASES)
+    assert not set(COMPUTES_IN_FLOAT64) & set(REFUSES_FLOAT32)
