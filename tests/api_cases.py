@@ -356,10 +356,12 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.textbook.page.table": "rows of cells and column names (strings)",
     "memcap.textbook.page.prose_list": "a list of items (strings)",
     "memcap.textbook.page.glue_md": "a key and a Markdown string, each refused when empty (tests/test_book_helpers.py)",
-    "memcap.textbook.page.glue_figure": "a key and a Matplotlib figure, each refused otherwise (tests/test_book_helpers.py)",
+    "memcap.textbook.page.glue_figure": "a key and a Matplotlib figure, each refused otherwise "
+                                        "(tests/test_book_helpers.py)",
     # which experiment size runs
     "memcap.profiles.check_profile": "a profile name, refused unless 'quick', 'paper' or None (tests/test_sweep.py)",
-    "memcap.profiles.current_profile": "no argument: reads MEMCAP_PROFILE, refused unless a profile (tests/test_sweep.py)",
+    "memcap.profiles.current_profile": "no argument: reads MEMCAP_PROFILE, refused unless a profile "
+                                       "(tests/test_sweep.py)",
 }
 """Public callables without tensor, id, real or dtype arguments, with the reason."""
 
@@ -880,3 +882,24 @@ def cases() -> dict[str, Case]:
         Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),
     ]
     return {case.name: case for case in listed}
+
+
+def generator_calls() -> dict[str, Callable[[torch.device], dict]]:
+    """A valid call (toy sizes) of every public callable that takes ``generator`` but has no :class:`Case`
+    (its other arguments are sizes, a config or a module: :data:`NO_BAD_INPUT`), by its defining name;
+    ``tests/test_api.py`` calls each with ``generator=None`` and with seeded generators."""
+    from memcap.real import textmodels
+    from memcap.real import transformer as tf
+    from memcap.real import vit as vt
+
+    return {
+        "memcap.real.textmodels.TinyGPT":
+            lambda dev: {"config": textmodels.GPTConfig(vocab=10, context=4, dim=8, heads=2, depth=1)},
+        "memcap.real.vit.TinyViT": lambda dev: {"config": vt.ViTConfig(image_size=4, patch=2, dim=8, heads=2, depth=1)},
+        "memcap.real.transformer.init_xavier_": lambda dev: {"module": tf.Block(4, 2).to(dev)},
+        "memcap.data.random_lookup_table": lambda dev: {"vocab": 4, "seq_len": 2, "device": dev},
+        "memcap.lookup.gaussian_unembedding": lambda dev: {"vocab": 5, "dim": 3, "device": dev},
+        "memcap.construct.dana_features.certify_all_sets":
+            lambda dev: {"vocab": 3, "seq_len": 2, "dim": 2, "heads": 2, "head_dim": 2},
+        "memcap.synthesis.dana_table": lambda dev: {"vocab": 3, "seq_len": 2, "dim": 2, "heads": 1, "head_dim": 2},
+    }

@@ -27,6 +27,17 @@ def pytest_configure(config) -> None:
                                        "reason, where there is none. `pytest -m gpu` runs only these.")
 
 
+def require_system_tool(problem: str | None) -> None:
+    """Skip the calling test when a system tool it needs (Chromium, bubblewrap) is missing or broken here:
+    ``problem`` says which and how to install it (None: nothing is missing). In CI (``CI=true``), where
+    ``.ci/run`` installs them, fail instead: a skipped browser or sandbox test there would hide a gap."""
+    if problem is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{problem} (CI=true: .ci/run should have installed it)")
+    pytest.skip(problem)
+
+
 @pytest.fixture
 def one_thread():
     """Run a test with one torch intra-op thread (tiny models run fastest so, and spin-waiting threads

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
 import shutil
-import subprocess
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,20 +27,17 @@ WIDE_OK = "wide-ok"
 """Class of an element (or an ancestor) that may scroll sideways on purpose, e.g. a very wide table."""
 
 
-def chromium_path() -> str:
-    """Debian's Chromium; installed with apt-get when missing and we may (root), else a clear error."""
+def chromium_path() -> str | None:
+    """Debian's Chromium (``chromium`` or ``chromium-browser`` on ``PATH``), or None when it is missing."""
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
             return found
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-        found = shutil.which("chromium")
-        if found:
-            return found
-    raise RuntimeError("the browser checks need Debian's Chromium: run `sudo apt-get install chromium`")
+    return None
+
+
+MISSING_CHROMIUM = ("the browser checks need Debian's Chromium, which is not installed: `sudo apt-get install "
+                    "chromium` (.ci/run installs it)")
 
 
 @contextmanager
@@ -67,7 +62,10 @@ def chromium():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        path = chromium_path()
+        if path is None:
+            raise RuntimeError(MISSING_CHROMIUM)
+        browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
         try:
             yield browser
         finally:

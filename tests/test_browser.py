@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import pagecheck
-from tests.conftest import ROOT, toc_files
+from tests.conftest import ROOT, require_system_tool, toc_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -31,6 +31,12 @@ _links: set[str] = set()
 def server(site):
     with pagecheck.serve(site.html) as base:
         yield base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chromium_installed():
+    """Skip (fail with CI=true) before the site is built when Chromium is missing: .ci/run installs it."""
+    require_system_tool(None if pagecheck.chromium_path() else pagecheck.MISSING_CHROMIUM)
 
 
 @pytest.fixture(scope="module")

