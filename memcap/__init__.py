@@ -22,25 +22,16 @@ The README's "Use the library" section shows three tested examples.
 The package holds three concerns, one place each (``tests/test_layout.py`` checks the import rules:
 the science never imports the other two; the real-model code never imports the experiments):
 
-1. **The science**, this folder's modules and three subpackages:
-
-   ``device``      where code runs (CUDA, else MPS, else CPU) and in which dtype
-   ``models``      Mahdavi et al.'s multi-head attention layer and Dana et al.'s attention-only transformer
-   ``data``        the synthetic tasks of both papers
-   ``linalg``      rank with an explicit tolerance, Kruskal rank, the papers' assumptions
-   ``bounds``      every closed form of both papers, once, as SymPy expressions and numeric functions
-   ``fits``        the papers' least-squares fits (line, polynomial, R^2, the non-saturated part)
-   ``certify``     rigorous (interval and exact integer) rank certificates for the AoT's matrices
-   ``lookup``      Dana et al.'s Theorem 2 on noisy look-up tables, as the book derives it
-   ``synthesis``   the two papers' constructions and counts side by side (Part III)
-   ``profiles``    ``quick`` or ``paper``: the size of every experiment
-   ``plotting``    the book's figure style; ``notation``: how numbers are written (``sci``)
-   ``doctor``      one command that checks the book's code path on this machine's device
-   ``construct/``  proofs as programs: the weights each proof says exist
-   ``train/``      the stacked training engine: many tiny models as one tensor program
-   ``experiments/`` one module per training figure of both papers, with quick and paper grids, and
-                   ``sweep`` (results cache, executors) and ``bench`` (the engine timed against a loop
-                   and the authors' recipes)
+1. **The science**: ``device`` (where code runs and in which dtype), ``models`` (Mahdavi et al.'s
+   multi-head attention layer, Dana et al.'s attention-only transformer), ``data`` (the synthetic tasks),
+   ``linalg`` (ranks with an explicit tolerance, Kruskal rank, the papers' assumptions), ``bounds`` (every
+   closed form, once, as SymPy expressions and numeric functions), ``fits`` (the papers' least-squares
+   fits), ``certify`` (exact rank certificates), ``lookup`` (Dana et al.'s Theorem 2), ``synthesis`` (the
+   two papers side by side, Part III), ``profiles`` (``quick`` or ``paper``), ``plotting`` (the figure
+   style), ``notation`` (how numbers are written), ``doctor`` (checks this machine's device); and three
+   subpackages: ``construct/`` (proofs as programs: the weights each proof says exist), ``train/`` (the
+   stacked training engine) and ``experiments/`` (one module per training figure, with ``sweep``, the
+   results cache and executors, and ``bench``, the engine's timing).
 
 2. **The real-model code**, ``real/``: real data, a tiny ViT, GPT-like and BERT/MiniLM models, and
    Mahdavi et al.'s assumptions measured on them (their Tables 1 and 3).

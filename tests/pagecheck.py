@@ -106,6 +106,26 @@ _MEASURE = r"""() => {
   }
   const shrunk = [...art.querySelectorAll('mjx-container.memcap-shrunk')].map(e => short(e.textContent));
 
+  // math a box cuts off: a formula (inline or display) whose ends pass the edges of the nearest ancestor
+  // that clips (overflow hidden or clip) before any ancestor that scrolls. Collapsed parts are skipped.
+  const hidden = [];
+  for (const el of art.querySelectorAll('mjx-container')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || wideOk(el)) continue;
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const x = getComputedStyle(a).overflowX;
+      if (x === 'auto' || x === 'scroll') break;
+      if (x === 'hidden' || x === 'clip') {
+        const box = a.getBoundingClientRect();
+        if (r.right > box.right + 1 || r.left < box.left - 1) {
+          hidden.push([a.tagName.toLowerCase() + '.' + [...a.classList].slice(0, 2).join('.'),
+                       Math.round(r.right - box.right), short(el.textContent)]);
+        }
+        break;
+      }
+    }
+  }
+
   // figures
   const images = [...art.querySelectorAll('img')].map(img => {
     const fig = img.closest('figure');
@@ -126,7 +146,7 @@ _MEASURE = r"""() => {
   // links into the student edition (published beside the full one) are checked by test_instructor_browser
   const links = [...document.querySelectorAll('a[href]:not(.memcap-student-link)')].map(a => a.href)
       .filter(h => h.startsWith(location.origin));
-  return {raw, overflow, shrunk, images, duplicates, titles, links,
+  return {raw, overflow, shrunk, hidden, images, duplicates, titles, links,
           hasMath: !!art.querySelector('span.math, div.math'),
           typeset: art.querySelectorAll('mjx-container').length,
           figureAsText: art.innerText.includes('<Figure size'),
@@ -208,6 +228,8 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
                 problems.append(f"{tag} is wider than its box ({need} > {have} px): {text!r}")
             for text in m["shrunk"]:
                 problems.append(f"display equation too wide for the desktop column (break it): {text!r}")
+        for box, cut, text in m["hidden"]:
+            problems.append(f"math cut off by a box that hides overflow ({box}, {cut} px lost): {text!r}")
         if m["pageWidth"] > m["viewport"] + 1:
             problems.append(f"the page scrolls sideways at {width} px ({m['pageWidth']} px wide)")
         if blocked:

@@ -17,7 +17,22 @@
         eq.classList.add("memcap-shrunk");
       }
     });
+    fitInlineMath();
     document.documentElement.dataset.memcapFitted = "1";
+  }
+
+  // Inline math cannot break across lines. A formula wider than the block it sits in (a theorem box on a
+  // phone, which hides what overflows) becomes a box of its own that scrolls sideways (class memcap-scroll).
+  function fitInlineMath() {
+    document.querySelectorAll('article mjx-container:not([display="true"])').forEach(function (eq) {
+      eq.classList.remove("memcap-scroll");
+      var block = eq.parentElement;
+      while (block && getComputedStyle(block).display.indexOf("inline") === 0) { block = block.parentElement; }
+      if (!block) { return; }
+      var style = getComputedStyle(block);
+      var room = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      if (room > 0 && eq.getBoundingClientRect().width > room + 1) { eq.classList.add("memcap-scroll"); }
+    });
   }
 
   function afterMath(callback) {

@@ -53,7 +53,7 @@ def get(name: str) -> ModuleType:
 
 
 def jobs(name: str, profile: str | None = None) -> list[dict]:
-    """The jobs of experiment ``name`` under ``profile`` (None: :func:`memcap.experiments.sweep.current_profile`)."""
+    """The jobs of experiment ``name`` under ``profile`` (None: :func:`memcap.profiles.current_profile`)."""
     return get(name).jobs(check_profile(profile))
 
 
