@@ -22,16 +22,22 @@
   }
 
   // Inline math cannot break across lines. A formula wider than the block it sits in (a theorem box on a
-  // phone, which hides what overflows) becomes a box of its own that scrolls sideways (class memcap-scroll).
+  // phone, which hides what overflows) is shrunk like a display equation (to 70 % at least) and becomes a
+  // box of its own (class memcap-scroll) that scrolls sideways if it still does not fit.
   function fitInlineMath() {
     document.querySelectorAll('article mjx-container:not([display="true"])').forEach(function (eq) {
       eq.classList.remove("memcap-scroll");
+      eq.style.fontSize = "";
       var block = eq.parentElement;
       while (block && getComputedStyle(block).display.indexOf("inline") === 0) { block = block.parentElement; }
       if (!block) { return; }
       var style = getComputedStyle(block);
       var room = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-      if (room > 0 && eq.getBoundingClientRect().width > room + 1) { eq.classList.add("memcap-scroll"); }
+      var need = eq.getBoundingClientRect().width;
+      if (room > 0 && need > room + 1) {
+        eq.style.fontSize = (100 * Math.max(0.7, (room - 2) / need)).toFixed(1) + "%";
+        eq.classList.add("memcap-scroll");
+      }
     });
   }
 
