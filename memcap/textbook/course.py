@@ -6,10 +6,12 @@ exercise) and which of them have a checker (:func:`memcap.textbook.exercises.reg
 the book as it is.
 
 - ``{memcap-exercise-index}``: one row per exercise: chapter, a link to the exercise, kind, difficulty,
-  time, whether ``check`` grades it; in the full edition also a link to the same exercise in the student
-  edition (published at the config value ``memcap_student_url``, default ``student/`` beside the full
-  edition's root). The student edition (config value ``memcap_edition = "student"``, set by
-  :func:`memcap.textbook.edition.build_student_edition`) links only to its own pages.
+  time, whether ``check`` grades it; in the full edition, when the config value ``memcap_student_url``
+  says where the student edition is published (``student/`` beside the full edition's root, or an
+  address), also a link to the same exercise there. Unset (the default), there is no such column, so the
+  built site never links to pages it does not have. The student edition (config value
+  ``memcap_edition = "student"``, set by :func:`memcap.textbook.edition.build_student_edition`) links only
+  to its own pages.
 - ``{memcap-checkers}``: every exercise with a checker, the call students write and what it tests
   (the first paragraph of the checker's docstring).
 - ``{memcap-problem-sets}``: its content lists problem sets, one per line, ``Title: book/a, book/b``;
@@ -109,6 +111,11 @@ class _Directive(SphinxDirective):
     def student(self) -> bool:
         return self.config.memcap_edition == "student"
 
+    @property
+    def links_to_student(self) -> bool:
+        """True in the full edition when ``memcap_student_url`` says where the student edition is published."""
+        return not self.student and bool(self.config.memcap_student_url.strip())
+
     def exercise_rows(self, exercises: list[dict[str, Any]], with_chapter: bool) -> list[list[nodes.Node]]:
         rows = []
         for ex in exercises:
@@ -116,7 +123,7 @@ class _Directive(SphinxDirective):
             cells += [_ref_link(self.env.docname, ex["label"]), _text(ex["kind"]), _text(ex["difficulty"] or "–"),
                       _text(f"{ex['minutes']} min" if ex["minutes"] else "–"),
                       _text("yes" if ex["checker"] else "")]
-            if not self.student:
+            if self.links_to_student:
                 para = nodes.paragraph()
                 para += nodes.reference("", "open", internal=False, classes=["memcap-student-link"],
                                         refuri=student_link(self.config.memcap_student_url, self.env.docname,
@@ -128,7 +135,7 @@ class _Directive(SphinxDirective):
     def header(self, with_chapter: bool) -> tuple[list[str], list[int]]:
         header = (["Chapter"] if with_chapter else []) + ["Exercise", "Kind", "Difficulty", "Time", "Checker"]
         widths = ([30] if with_chapter else []) + [16, 12, 10, 8, 8]
-        if not self.student:
+        if self.links_to_student:
             header.append("Student edition")
             widths.append(16)
         return header, widths
@@ -210,7 +217,7 @@ class CheckersDirective(_Directive):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("memcap_edition", "full", "env", [str])
-    app.add_config_value("memcap_student_url", "student/", "env", [str])
+    app.add_config_value("memcap_student_url", "", "env", [str])
     app.add_directive("memcap-exercise-index", ExerciseIndexDirective)
     app.add_directive("memcap-problem-sets", ProblemSetsDirective)
     app.add_directive("memcap-checkers", CheckersDirective)
