@@ -15,7 +15,8 @@ the book as it is.
 - ``{memcap-checkers}``: every exercise with a checker, the call students write and what it tests
   (the first paragraph of the checker's docstring).
 - ``{memcap-problem-sets}``: its content lists problem sets, one per line, ``Title: book/a, book/b``;
-  each becomes a heading line with the set's estimated time and a table of its chapters' exercises.
+  each becomes one paragraph: the set's estimated time, its chapters and links to its exercises (their
+  kind, difficulty and time are in the exercise index, once).
 """
 from __future__ import annotations
 
@@ -116,10 +117,10 @@ class _Directive(SphinxDirective):
         """True in the full edition when ``memcap_student_url`` says where the student edition is published."""
         return not self.student and bool(self.config.memcap_student_url.strip())
 
-    def exercise_rows(self, exercises: list[dict[str, Any]], with_chapter: bool) -> list[list[nodes.Node]]:
+    def exercise_rows(self, exercises: list[dict[str, Any]]) -> list[list[nodes.Node]]:
         rows = []
         for ex in exercises:
-            cells = [_doc_link(self.env.docname, ex["doc"])] if with_chapter else []
+            cells = [_doc_link(self.env.docname, ex["doc"])]
             cells += [_ref_link(self.env.docname, ex["label"]), _text(ex["kind"]), _text(ex["difficulty"] or "–"),
                       _text(f"{ex['minutes']} min" if ex["minutes"] else "–"),
                       _text("yes" if ex["checker"] else "")]
@@ -132,9 +133,9 @@ class _Directive(SphinxDirective):
             rows.append(cells)
         return rows
 
-    def header(self, with_chapter: bool) -> tuple[list[str], list[int]]:
-        header = (["Chapter"] if with_chapter else []) + ["Exercise", "Kind", "Difficulty", "Time", "Checker"]
-        widths = ([30] if with_chapter else []) + [16, 12, 10, 8, 8]
+    def header(self) -> tuple[list[str], list[int]]:
+        header = ["Chapter", "Exercise", "Kind", "Difficulty", "Time", "Checker"]
+        widths = [30, 16, 12, 10, 8, 8]
         if self.links_to_student:
             header.append("Student edition")
             widths.append(16)
@@ -146,8 +147,8 @@ class ExerciseIndexDirective(_Directive):
 
     def run(self) -> list[nodes.Node]:
         exercises = self.exercises()
-        header, widths = self.header(with_chapter=True)
-        table = _table(header, self.exercise_rows(exercises, with_chapter=True), widths,
+        header, widths = self.header()
+        table = _table(header, self.exercise_rows(exercises), widths,
                        ["memcap-exercise-index"])
         kinds: dict[str, int] = {}
         for ex in exercises:
@@ -169,7 +170,6 @@ class ProblemSetsDirective(_Directive):
         exercises = self.exercises()
         docs = {ex["doc"] for ex in exercises}
         out: list[nodes.Node] = []
-        header, widths = self.header(with_chapter=False)
         for number, line in enumerate((ln for ln in self.content if ln.strip()), start=1):
             title, _, chapters = line.partition(":")
             wanted = [c.strip() for c in chapters.split(",") if c.strip()]
@@ -188,9 +188,13 @@ class ProblemSetsDirective(_Directive):
                 if k:
                     heading += nodes.Text(", ")
                 heading += _doc_link(self.env.docname, doc).children[0]
-            heading += nodes.Text(".")
-            out += [heading, _table(header, self.exercise_rows(chosen, with_chapter=False), widths,
-                                    ["memcap-problem-set-table"])]
+            heading += nodes.Text(". Exercises: ")
+            for k, ex in enumerate(chosen):
+                if k:
+                    heading += nodes.Text(", ")
+                heading += _ref_link(self.env.docname, ex["label"]).children[0]
+            heading += nodes.Text(" (details in the exercise index below).")
+            out.append(heading)
         if not out:
             raise self.error("memcap-problem-sets needs at least one line 'Title: book/a, book/b'")
         return out
