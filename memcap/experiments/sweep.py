@@ -1,4 +1,4 @@
-"""Sweeps: profiles, the executor seam, the results cache, and the job runner.
+"""Sweeps: the executor seam, the results cache, and the job runner (the profiles are :mod:`memcap.profiles`).
 
 A sweep is a list of *jobs*, each a JSON-able dict (``{"kind": "train", "specs": [...], "config": {...}}``
 or ``{"kind": "capacity", ...}``) run by :func:`run_job`. Where jobs run is decided by an *executor*:
