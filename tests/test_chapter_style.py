@@ -182,3 +182,24 @@ def test_latex_escape_detection():
     assert not _latex_escapes('x = r"$d_{\\text{out}}$"')
     assert not _latex_escapes('print("a\\nThe end\\t= 1")')
     assert not _latex_escapes('x = "$\\\\beta$"')
+
+
+_EXERCISE_OPENING = re.compile(r"```\{exercise-start\}\n(?::[^\n]*\n)*```\n([^\n]*)")
+_EXERCISE_TAG = re.compile(r"^\*\*\((Coding|Proof|Computation), (easy|medium|hard), \d+ min\.\)\*\* ")
+
+
+def _untagged_exercises(text: str) -> list[str]:
+    return [first[:50] for first in _EXERCISE_OPENING.findall(text) if not _EXERCISE_TAG.match(first)]
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_exercise_opens_with_its_tag_in_one_style(doc):
+    """``**(Kind, difficulty, N min.)**``, bold, on every exercise of every chapter."""
+    assert _untagged_exercises((ROOT / f"{doc}.md").read_text()) == []
+
+
+def test_exercise_tag_detection():
+    start = "```{exercise-start}\n:label: ex-x-1\n```\n"
+    assert _untagged_exercises(start + "**(Proof, easy, 10 min.)** Show that") == []
+    assert _untagged_exercises(start + "(Proof, easy, 10 min.) Show that") == ["(Proof, easy, 10 min.) Show that"]
+    assert _untagged_exercises(start + "Show that") == ["Show that"]
