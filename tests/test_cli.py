@@ -208,7 +208,7 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
     print(f"\n{executor}: exit {took:.2f} s after Ctrl-C")
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [
-        "interrupted: dana_fig4: 2 of 4 jobs are in the cache (2 finished in this run), 2 queued or running jobs "
+        "interrupted: dana_fig4: 2 jobs of 4 in the cache (2 finished in this run), 2 queued or running jobs "
         "cancelled; run the same command again to continue"]
     assert [cache.get("dana_fig4", j)["records"][0]["steps"] for j in quick] == [20, 20]
     assert [cache.lookup("dana_fig4", j).status for j in endless] == ["missing", "missing"]
@@ -260,7 +260,7 @@ def test_cache_command_reports_and_prunes(tmp_path, monkeypatch, capsys):
     assert "dana_fig4: files on disk: 1 current, 1 stale" in out and "--prune" in out
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"]) == 0
     out = capsys.readouterr().out
-    assert f"pruned 1 files (stale, legacy, corrupt or partial entries) from {tmp_path}" in out
+    assert f"pruned 1 file (stale, legacy, corrupt or partial entries) from {tmp_path}" in out
     assert cache.lookup("dana_fig4", jobs[0]).status == "current"
     assert cache.lookup("dana_fig4", jobs[1]).status == "missing"
 
