@@ -1,7 +1,8 @@
-"""Command line: ``python -m memcap sweep|cache|list|bench|student-edition|grade``.
+"""Command line: ``python -m memcap COMMAND`` (or the ``memcap`` console script), with the commands
+``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress]``: run (or resume) an experiment's jobs
+  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress] [--threads N]``: run (or resume) an experiment's jobs
   into the results cache, with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
   once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
 * ``cache [--cache DIR] [--prune]``: what the results cache holds per experiment and profile (complete,
@@ -9,20 +10,25 @@
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
 * ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|all] [--device DEV]
-  [--json]``: stacked engine vs one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
+  [--json] [--threads N]``: stacked engine vs one-model-at-a-time loop vs the authors' recipes, and the
+  fraction of peak.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
-* ``doctor [--device DEV] [--no-bench]``: check the book's code path on this machine's device (exit 1 on failure).
+* ``doctor [--device DEV] [--models K] [--steps S] [--no-bench] [--threads N]``: check the book's code path
+  on this machine's device (exit 1 on failure; see :mod:`memcap.doctor`).
 * ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
   [--memory MIB] [--processes N] [--sandbox bwrap|none]``: execute every submitted notebook of a folder
   headlessly in a sandbox, check its answers to the chapter's exercises in the grader, write
   ``DIR/grades.csv``, one JSON file per student and a summary (see ``memcap.textbook.grading``); without a
   working bubblewrap it refuses (exit 2) unless ``--sandbox none`` is given.
 
-``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
-prints one line and exits with status 2, before any work: so do a device this machine lacks (``--device``
-or ``MEMCAP_DEVICE``) and a path that cannot serve (``--cache``/``MEMCAP_CACHE`` naming a file, a folder
-that cannot be written for ``sweep`` or ``cache --prune``, an ``--output`` that is a file). Any other
-error keeps its traceback (status 1).
+``--version`` prints memcap's version and its engine version. ``--threads N`` sets torch's intra-op
+threads (tiny models often run fastest on 1; at most the machine's logical CPUs), before the command or
+after ``sweep``, ``bench`` and ``doctor`` (after wins). A wrong argument prints one line and exits with
+status 2, before any work: so do a device this machine lacks (``--device`` or ``MEMCAP_DEVICE``: an unknown
+kind, a missing GPU, a CUDA index past the last, a malformed index) and a path that cannot serve
+(``--cache``/``MEMCAP_CACHE`` or ``--output`` naming a file or a path below one, or a folder that cannot
+be written for ``sweep``, ``cache --prune``, ``student-edition`` and ``grade``, found by creating and
+removing an empty folder there). Any other error keeps its traceback (status 1).
 """
 from __future__ import annotations
 
