@@ -38,6 +38,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from memcap.experiments.syn_prose import count_noun
 
@@ -327,9 +328,9 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                         help=threads_help + "; also accepted after sweep, bench and doctor, where it wins")
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
-    def command(name: str, help: str, run) -> argparse.ArgumentParser:
-        """A subcommand: ``help`` is its one line in ``--help``; ``run(args)`` returns the exit status."""
-        made = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
+    def command(name: str, line: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        """A subcommand: ``line`` is its one line in ``--help``; ``run(args)`` returns the exit status."""
+        made = sub.add_parser(name, help=line, description=line[0].upper() + line[1:] + ".")
         made.set_defaults(run=run, prog=prog)
         return made
 
