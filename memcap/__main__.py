@@ -1,7 +1,8 @@
-"""Command line: ``python -m memcap sweep|cache|list|bench|student-edition|grade``.
+"""Command line: ``python -m memcap COMMAND`` (or the ``memcap`` console script), with the commands
+``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress]``: run (or resume) an experiment's jobs
+  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress] [--threads N]``: run (or resume) an experiment's jobs
   into the results cache, with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
   once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
 * ``cache [--cache DIR] [--prune]``: what the results cache holds per experiment and profile (complete,
@@ -9,20 +10,25 @@
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
 * ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|all] [--device DEV]
-  [--json]``: stacked engine vs one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
+  [--json] [--threads N]``: stacked engine vs one-model-at-a-time loop vs the authors' recipes, and the
+  fraction of peak.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
-* ``doctor [--device DEV] [--no-bench]``: check the book's code path on this machine's device (exit 1 on failure).
+* ``doctor [--device DEV] [--models K] [--steps S] [--no-bench] [--threads N]``: check the book's code path
+  on this machine's device (exit 1 on failure; see :mod:`memcap.doctor`).
 * ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
   [--memory MIB] [--processes N] [--sandbox bwrap|none]``: execute every submitted notebook of a folder
   headlessly in a sandbox, check its answers to the chapter's exercises in the grader, write
   ``DIR/grades.csv``, one JSON file per student and a summary (see ``memcap.textbook.grading``); without a
   working bubblewrap it refuses (exit 2) unless ``--sandbox none`` is given.
 
-``--threads N`` sets torch's intra-op threads (tiny models often run fastest on 1). A wrong argument
-prints one line and exits with status 2, before any work: so do a device this machine lacks (``--device``
-or ``MEMCAP_DEVICE``) and a path that cannot serve (``--cache``/``MEMCAP_CACHE`` naming a file, a folder
-that cannot be written for ``sweep`` or ``cache --prune``, an ``--output`` that is a file). Any other
-error keeps its traceback (status 1).
+``--version`` prints memcap's version and its engine version. ``--threads N`` sets torch's intra-op
+threads (tiny models often run fastest on 1; at most the machine's logical CPUs), before the command or
+after ``sweep``, ``bench`` and ``doctor`` (after wins). A wrong argument prints one line and exits with
+status 2, before any work: so do a device this machine lacks (``--device`` or ``MEMCAP_DEVICE``: an unknown
+kind, a missing GPU, a CUDA index past the last, a malformed index) and a path that cannot serve
+(``--cache``/``MEMCAP_CACHE`` or ``--output`` naming a file or a path below one, or a folder that cannot
+be written for ``sweep``, ``cache --prune``, ``student-edition`` and ``grade``, found by creating and
+removing an empty folder there). Any other error keeps its traceback (status 1).
 """
 from __future__ import annotations
 
@@ -30,7 +36,11 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import Callable
+
+from memcap.experiments.syn_prose import count_noun
 
 
 class UsageError(Exception):
@@ -44,6 +54,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with the commands listed one per line under "commands" (no ``COMMAND`` line above
+    them) and a help column wide enough for ``student-edition``."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=21)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if isinstance(action, argparse._SubParsersAction):
+            return "".join(self._format_action(choice) for choice in action._get_subactions())
+        return super()._format_action(action)
+
+
 def _positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     try:
@@ -52,6 +75,16 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _threads(text: str) -> int:
+    """argparse type of ``--threads``: an integer from 1 to the machine's logical CPUs (torch overflows, or
+    starts that many threads, on a larger one)."""
+    value, cpus = _positive_int(text), os.cpu_count() or 1
+    if value > cpus:
+        raise argparse.ArgumentTypeError(f"must be at most the {count_noun(cpus, 'logical CPU')} of this machine, "
+                                         f"got {text!r}")
     return value
 
 
@@ -88,8 +121,14 @@ def _folder_for_writing(path: Path, what: str, *, writing: bool = True) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise UsageError(f"{what}: {path} cannot be a folder: {existing} is a file, not a folder")
-    if writing and not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"{what}: {path} cannot be written: no write permission on {existing}")
+    if writing:
+        # A real probe, not os.access: root passes os.access everywhere, yet cannot write a read-only mount
+        # or /proc. The probe folder is removed at once; nothing is created when the check fails.
+        try:
+            tempfile.TemporaryDirectory(dir=existing, prefix=".memcap-probe-").cleanup()
+        except OSError as err:
+            raise UsageError(f"{what}: {path} cannot be written: {existing} refuses a new folder "
+                             f"({err.strerror or err})") from None
 
 
 def _cache_root(args: argparse.Namespace, *, writing: bool) -> Path:
@@ -109,14 +148,23 @@ def _cache_root(args: argparse.Namespace, *, writing: bool) -> Path:
 
 
 def _device(args: argparse.Namespace) -> None:
-    """Refuse (UsageError) a ``--device`` or ``MEMCAP_DEVICE`` this machine does not have, before any work."""
+    """Refuse (UsageError) a ``--device`` or ``MEMCAP_DEVICE`` this machine does not have, before any work:
+    an unknown kind, a malformed index (``cuda:x``), a kind without its GPU, or a CUDA index past the last."""
+    import torch
+
     from memcap.device import pick_device
 
+    asked = getattr(args, "device", None)
+    flag = "--device" if asked is not None else "MEMCAP_DEVICE"
     try:
-        pick_device(getattr(args, "device", None))
-    except ValueError as err:
-        flag = "--device" if getattr(args, "device", None) is not None else "MEMCAP_DEVICE"
+        dev = pick_device(asked)
+    except (ValueError, RuntimeError) as err:   # torch.device raises RuntimeError on 'cuda:x'
         raise UsageError(f"{flag}: {err}") from None
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        names = "cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"
+        raise UsageError(f"{flag}: device {str(dev)!r} requested but this machine has "
+                         f"{count_noun(count, 'CUDA device')} ({names})")
 
 
 def _profile(args: argparse.Namespace) -> str:
@@ -162,9 +210,9 @@ def _sweep(args: argparse.Namespace) -> int:
         raise
     progress.close()
     executor.shutdown(wait=True)
-    replaced = [f"{n} replacing {what} entries"
+    replaced = [f"{n} replacing {f'a {what} entry' if n == 1 else f'{what} entries'}"
                 for n, what in ((report.refreshed, "stale"), (report.corrupt, "corrupt")) if n]
-    print(f"{args.experiment} ({profile}): {len(job_list)} jobs, {report.cached} from the cache, "
+    print(f"{args.experiment} ({profile}): {count_noun(len(job_list), 'job')}, {report.cached} from the cache, "
           f"{report.computed} computed{' (' + ', '.join(replaced) + ')' if replaced else ''}; cache: {cache.root}")
     return 0
 
@@ -180,7 +228,8 @@ def _cache(args: argparse.Namespace) -> int:
     cache = ResultCache(root)
     if args.prune:
         removed = cache.prune()
-        print(f"pruned {len(removed)} files (stale, legacy, corrupt or partial entries) from {cache.root}")
+        print(f"pruned {count_noun(len(removed), 'file')} (stale, legacy, corrupt or partial entries) "
+              f"from {cache.root}")
     rows, disk = cache_status(root, tuple(args.experiment) if args.experiment else EXPERIMENTS)
     print(f"results cache {cache.root}")
     print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'corrupt':>8s} "
@@ -192,7 +241,7 @@ def _cache(args: argparse.Namespace) -> int:
         print(f"{name}: files on disk: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
     if any(set(counts) & {"stale", "legacy", "corrupt", "partial"} for counts in disk.values()):
         print("stale, legacy, corrupt and partial files are never used; delete them with "
-              f"`python -m memcap cache --prune{' --cache ' + args.cache if args.cache else ''}`")
+              f"`{args.prog} cache --prune{' --cache ' + args.cache if args.cache else ''}`")
     return 0
 
 
@@ -201,7 +250,7 @@ def _list(args: argparse.Namespace) -> int:
 
     for name in experiments.EXPERIMENTS:
         module = experiments.get(name)
-        counts = ", ".join(f"{p}: {len(module.jobs(p))} jobs" for p in experiments.PROFILES)
+        counts = ", ".join(f"{p}: {count_noun(len(module.jobs(p)), 'job')}" for p in experiments.PROFILES)
         print(f"{name:15s} {module.LABEL:11s} {counts}  {module.TITLE}")
     return 0
 
@@ -229,17 +278,21 @@ def _student_edition(args: argparse.Namespace) -> int:
     return 0
 
 
-def _grade(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _doctor(args: argparse.Namespace) -> int:
+    from memcap.doctor import run_doctor
 
+    return 0 if run_doctor(args.device, bench_models=args.models, bench_steps=args.steps,
+                           run_benchmark=not args.no_bench) else 1
+
+
+def _grade(args: argparse.Namespace) -> int:
     from memcap.textbook.grading import Limits, grade_folder
 
     submissions, output = Path(args.submissions), Path(args.output)
     if not submissions.is_dir():
         what = "is a file, not a folder" if submissions.exists() else "does not exist"
         raise UsageError(f"submissions folder {args.submissions!r} {what}")
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"--output {args.output!r} is a file, not a folder")
+    _folder_for_writing(output, "--output")
     limits = Limits(memory=args.memory * 2**20, processes=args.processes)
     try:
         report = grade_folder(submissions, args.chapter, output, cell_timeout=args.cell_timeout,
@@ -252,20 +305,47 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m memcap`` (reads no environment variable, so ``--help`` always works)."""
+DESCRIPTION = """\
+The command line of the memcap textbook: run the experiments at the papers' scale, look after the
+results cache, time the training engine, check this machine's device, build the student edition and
+grade the students' notebooks. A wrong argument prints one line and exits with status 2."""
+
+
+def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
+    """The argument parser of the command line, named ``prog`` in its messages (reads no environment
+    variable, so ``--help`` always works)."""
+    from memcap._version import ENGINE_VERSION, __version__
     from memcap.experiments import EXPERIMENTS
+    from memcap.experiments.bench import WORKLOADS
     from memcap.experiments.sweep import EXECUTORS, PROFILES
     from memcap.textbook.grading import SANDBOXES
 
-    parser = _Parser(prog="python -m memcap", description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=_positive_int, default=None, help="torch intra-op threads")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sweep = sub.add_parser("sweep", help="run or resume an experiment's sweep into the results cache")
-    sweep.add_argument("experiment", choices=EXPERIMENTS)
+    parser = _Parser(prog=prog, description=DESCRIPTION, formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", help="print memcap's version and engine version, then exit",
+                        version=f"memcap {__version__} (engine version {ENGINE_VERSION})")
+    threads_help = "torch intra-op threads, from 1 to the machine's logical CPUs (tiny models often run fastest on 1)"
+    parser.add_argument("--threads", type=_threads, default=None, metavar="N",
+                        help=threads_help + "; also accepted after sweep, bench and doctor, where it wins")
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+
+    def command(name: str, line: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        """A subcommand: ``line`` is its one line in ``--help``; ``run(args)`` returns the exit status."""
+        made = sub.add_parser(name, help=line, description=line[0].upper() + line[1:] + ".")
+        made.set_defaults(run=run, prog=prog)
+        return made
+
+    def threads(subparser: argparse.ArgumentParser) -> None:
+        """``--threads`` after the subcommand too; absent there, the value before it stands (SUPPRESS)."""
+        subparser.add_argument("--threads", type=_threads, default=argparse.SUPPRESS, metavar="N",
+                               help=threads_help + "; wins over --threads before the command")
+
+    sweep = command("sweep", "run or resume an experiment's sweep into the results cache", _sweep)
+    sweep.add_argument("experiment", choices=EXPERIMENTS, help="the experiment (see the list command)")
     sweep.add_argument("--profile", choices=PROFILES, default=None,
                        help="grid to run (default: the MEMCAP_PROFILE environment variable, else quick)")
-    sweep.add_argument("--executor", choices=EXECUTORS, default="inprocess")
+    sweep.add_argument("--executor", choices=EXECUTORS, default="inprocess",
+                       help="where the jobs run: inprocess (default; one after the other), threads or processes "
+                            "(a local pool of --workers), dask (a Dask cluster at --address, else a local one)")
     sweep.add_argument("--workers", type=_positive_int, default=None,
                        help="pool size of the threads and processes executors, or of a local Dask cluster")
     sweep.add_argument("--address", default=None, help="Dask scheduler address (--executor dask; default: a "
@@ -273,32 +353,38 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
     sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show a progress bar on stderr (default: only when stderr is a terminal)")
-    sweep.set_defaults(run=_sweep)
-    cache = sub.add_parser("cache", help="what the results cache holds; --prune deletes unusable entries")
+    threads(sweep)
+    cache = command("cache", "show the results cache; --prune deletes unusable entries", _cache)
     cache.add_argument("experiment", nargs="*", default=[], help="experiments to report (default: all)")
     cache.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
     cache.add_argument("--prune", action="store_true",
                        help="delete stale, legacy, corrupt and partial entries (never a current one)")
-    cache.set_defaults(run=_cache)
-    lister = sub.add_parser("list", help="list the experiments")
-    lister.set_defaults(run=_list)
-    bench = sub.add_parser("bench", help="time the stacked engine against a one-model-at-a-time loop")
-    bench.add_argument("--models", type=_positive_int, default=16)
-    bench.add_argument("--steps", type=_positive_int, default=200)
-    bench.add_argument("--workload", default="all",
-                       choices=("mha", "aot", "dana_fig1a", "dana_fig4", "mahdavi_fig2a", "small", "paper", "all"),
+    command("list", "list the experiments and their job counts per profile", _list)
+    bench = command("bench", "time the stacked engine against one-at-a-time training",
+                    _bench)
+    bench.add_argument("--models", type=_positive_int, default=16, help="models per workload (default 16)")
+    bench.add_argument("--steps", type=_positive_int, default=200,
+                       help="training steps per model in the engine, stacked and one at a time (default 200)")
+    bench.add_argument("--workload", default="all", choices=(*WORKLOADS, "small", "paper", "all"),
                        help="one workload, 'small' (mha, aot), 'paper' (the papers' jobs) or 'all' (default)")
     bench.add_argument("--authors-steps", type=_positive_int, default=None,
                        help="steps per model in the authors' recipes (default: steps // 10, at least 2)")
-    bench.add_argument("--device", default=None)
-    bench.add_argument("--json", action="store_true", help="print the result as JSON")
-    bench.set_defaults(run=_bench)
-    student = sub.add_parser("student-edition", help="build the book without solutions (run from the book's root)")
+    bench.add_argument("--device", default=None,
+                       help="cuda, cuda:K, mps or cpu (default: MEMCAP_DEVICE, else the GPU if any, else cpu)")
+    bench.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    threads(bench)
+    student = command("student-edition", "build the book without solutions (from the book's root)",
+                      _student_edition)
     student.add_argument("--output", default="_build/student", help="output folder (default: _build/student)")
-    student.set_defaults(run=_student_edition)
-    from memcap.doctor import add_subcommand as add_doctor  # ``doctor``: see memcap/doctor.py
-    add_doctor(sub)
-    grade = sub.add_parser("grade", help="execute submitted notebooks headlessly and check their answers")
+    doctor = command("doctor", "check that this machine's device runs the book's code",
+                     _doctor)
+    doctor.add_argument("--device", default=None,
+                        help="cuda, cuda:K, mps or cpu (default: MEMCAP_DEVICE, else the GPU if any, else cpu)")
+    doctor.add_argument("--models", type=_positive_int, default=8, help="models in the benchmark (default 8)")
+    doctor.add_argument("--steps", type=_positive_int, default=50, help="steps in the benchmark (default 50)")
+    doctor.add_argument("--no-bench", action="store_true", help="skip the stacked-vs-loop benchmark")
+    threads(doctor)
+    grade = command("grade", "run submitted notebooks headlessly and check their answers", _grade)
     grade.add_argument("submissions", help="folder of NAME.ipynb files (or NAME/ folders with one notebook)")
     grade.add_argument("--chapter", required=True, help="chapter whose exercises are graded, e.g. mahdavi/skip")
     grade.add_argument("--output", default="grades", help="folder for grades.csv, summary.txt and the executed "
@@ -314,7 +400,6 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--sandbox", choices=SANDBOXES, default="bwrap",
                        help="bwrap (default): bubblewrap sandbox, refuses to run without it; none: no "
                             "sandbox, honour-system grades")
-    grade.set_defaults(run=_grade)
     return parser
 
 
@@ -331,10 +416,10 @@ def _check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespac
                      "are used")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "python -m memcap") -> int:
     """Entry point; returns the exit status: 0, 2 for a wrong argument (one line naming it), 130 when a sweep
-    was interrupted. Other errors propagate with their traceback."""
-    parser = build_parser()
+    was interrupted. Other errors propagate with their traceback. ``prog`` names the command in messages."""
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     _check_combinations(parser, args)
     if args.threads is not None:
@@ -350,9 +435,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli(argv: list[str] | None = None) -> None:
-    """Run :func:`main` and exit; after an interruption, exit at once (a thread pool's running jobs cannot
-    be stopped, and Python would otherwise wait for them at exit only to drop their results)."""
-    code = main(argv)
+    """Run :func:`main` and exit: ``python -m memcap`` and the ``memcap`` console script of pyproject.toml.
+    After an interruption it exits at once (a thread pool's running jobs cannot be stopped, and Python
+    would otherwise wait for them at exit only to drop their results)."""
+    script = Path(sys.argv[0]).name
+    code = main(argv, prog=script if script == "memcap" else "python -m memcap")
     if code == 130:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -16,7 +16,6 @@ never by ``assert`` (which ``python -O`` strips), and compare devices with :func
 """
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Callable
 
@@ -29,7 +28,7 @@ from memcap.device import _mps_available, exact_dtype, pick_device, report, same
 from memcap.experiments import bench
 from memcap.train import AoTSpec, MHASpec, TrainConfig, aot_forward_stacked, mha_forward_stacked, train_models
 
-__all__ = ["CHECKS", "gpu_status", "run_doctor", "add_subcommand"]
+__all__ = ["CHECKS", "gpu_status", "run_doctor"]
 
 
 class _CheckFailed(Exception):
@@ -174,26 +173,3 @@ def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps:
         out(bench.format_bench(result))
     out("doctor: all checks passed" if passed else "doctor: SOME CHECKS FAILED")
     return passed
-
-
-def _main(args: argparse.Namespace) -> int:
-    """The ``doctor`` subcommand: exit status 0 when every check passed, 1 otherwise."""
-    return 0 if run_doctor(args.device, bench_models=args.models, bench_steps=args.steps,
-                           run_benchmark=not args.no_bench) else 1
-
-
-def _count(text: str) -> int:
-    """argparse type of ``--models`` and ``--steps``: an integer >= 1."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(text)
-
-
-def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``doctor [--device DEV] [--models K] [--steps S] [--no-bench]`` on ``python -m memcap``."""
-    parser = subparsers.add_parser("doctor", help="check the book's code path on this machine's device")
-    parser.add_argument("--device", default=None, help="cuda, cuda:K, mps or cpu (default: pick_device())")
-    parser.add_argument("--models", type=_count, default=8, help="models in the benchmark (default 8)")
-    parser.add_argument("--steps", type=_count, default=50, help="steps in the benchmark (default 50)")
-    parser.add_argument("--no-bench", action="store_true", help="skip the stacked-vs-loop benchmark")
-    parser.set_defaults(run=_main)

@@ -278,7 +278,6 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.experiments.bench.peak_gflops": "a device and integers (tests/test_bench.py runs it through run_bench)",
     "memcap.doctor.gpu_status": "no arguments",
     "memcap.doctor.run_doctor": "a device name and integers (tests/test_doctor.py runs it)",
-    "memcap.doctor.add_subcommand": "an argparse subparsers object",
     # result records: built by memcap from validated inputs, never an input themselves
     "memcap.bounds.Bound": "a registry record (BOUNDS)",
     "memcap.fits.PolyFit": "the result of poly_fit",

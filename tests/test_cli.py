@@ -208,7 +208,7 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
     print(f"\n{executor}: exit {took:.2f} s after Ctrl-C")
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [
-        "interrupted: dana_fig4: 2 of 4 jobs are in the cache (2 finished in this run), 2 queued or running jobs "
+        "interrupted: dana_fig4: 2 jobs of 4 in the cache (2 finished in this run), 2 queued or running jobs "
         "cancelled; run the same command again to continue"]
     assert [cache.get("dana_fig4", j)["records"][0]["steps"] for j in quick] == [20, 20]
     assert [cache.lookup("dana_fig4", j).status for j in endless] == ["missing", "missing"]
@@ -260,7 +260,7 @@ def test_cache_command_reports_and_prunes(tmp_path, monkeypatch, capsys):
     assert "dana_fig4: files on disk: 1 current, 1 stale" in out and "--prune" in out
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"]) == 0
     out = capsys.readouterr().out
-    assert f"pruned 1 files (stale, legacy, corrupt or partial entries) from {tmp_path}" in out
+    assert f"pruned 1 file (stale, legacy, corrupt or partial entries) from {tmp_path}" in out
     assert cache.lookup("dana_fig4", jobs[0]).status == "current"
     assert cache.lookup("dana_fig4", jobs[1]).status == "missing"
 
@@ -316,3 +316,250 @@ def test_student_edition_output_that_is_a_file_is_refused(tmp_path, monkeypatch,
     target.write_text("")
     assert main(["student-edition", "--output", str(target)]) == 2
     assert capsys.readouterr().err.strip() == f"python -m memcap: error: --output: {target} is a file, not a folder"
+
+
+# --- every subcommand answers a wrong argument in one line, exit 2 (in-process: no interpreter start) -------
+
+def _answer(argv: list[str], capsys) -> tuple[int, str, str]:
+    """``main(argv)``'s exit status, stdout and stderr; argparse's own refusals exit through SystemExit."""
+    from memcap.__main__ import main
+
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """This machine seen without CUDA or MPS, whatever it has: the refusals below are the same everywhere."""
+    import torch
+
+    import memcap.device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(memcap.device, "_mps_available", lambda: False)
+
+
+@pytest.fixture
+def one_gpu(monkeypatch):
+    """This machine seen with one CUDA device (no tensor is made on it: the refusals come before any work)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+
+_UNWRITABLE = "/proc/memcap-cannot-be-here"   # no user, root included, can make a folder in /proc
+_NO_CUDA = "requested but CUDA is not available on this machine"
+
+# (arguments, environment, what the one line must say); {file} is a regular file, {tmp} a fresh folder
+REFUSALS = [
+    # an unavailable device (the issue: doctor --device cuda printed a traceback)
+    (["doctor", "--device", "cuda"], {}, f"--device: device 'cuda' {_NO_CUDA}"),
+    (["doctor", "--device", "mps"], {}, "--device: device 'mps' requested but MPS is not available"),
+    (["doctor", "--device", "cpu:x"], {}, "--device: Invalid device string: 'cpu:x'"),
+    (["doctor"], {"MEMCAP_DEVICE": "cuda:1"}, f"MEMCAP_DEVICE: device 'cuda:1' {_NO_CUDA}"),
+    (["bench", "--device", "cuda"], {}, f"--device: device 'cuda' {_NO_CUDA}"),
+    (["bench", "--device", ""], {}, "--device: device must be one of ('cuda', 'mps', 'cpu')"),
+    (["sweep", "dana_fig4"], {"MEMCAP_DEVICE": "cuda"}, f"MEMCAP_DEVICE: device 'cuda' {_NO_CUDA}"),
+    # a bad path
+    (["sweep", "dana_fig4", "--cache", "{file}/cache"], {}, "--cache: {file}/cache cannot be a folder: {file} is a"),
+    (["sweep", "dana_fig4", "--cache", _UNWRITABLE], {}, f"--cache: {_UNWRITABLE} cannot be written: /proc refuses"),
+    (["cache", "--cache", "{file}"], {}, "--cache: {file} is a file, not a folder"),
+    (["cache", "--prune", "--cache", _UNWRITABLE], {}, f"--cache: {_UNWRITABLE} cannot be written"),
+    (["student-edition", "--output", _UNWRITABLE], {}, f"--output: {_UNWRITABLE} cannot be written"),
+    (["grade", "{tmp}/absent", "--chapter", "skip"], {}, "submissions folder '{tmp}/absent' does not exist"),
+    (["grade", "{tmp}", "--chapter", "skip", "--output", "{file}/grades"], {},
+     "--output: {file}/grades cannot be a folder: {file} is a file, not a folder"),
+    (["grade", "{tmp}", "--chapter", "skip", "--output", _UNWRITABLE], {},
+     f"--output: {_UNWRITABLE} cannot be written"),
+    # a bad number or choice
+    (["--threads", "0", "list"], {}, "argument --threads: must be a positive integer, got '0'"),
+    (["--threads", "99999999999999999999", "list"], {}, "argument --threads: must be at most the"),
+    (["bench", "--threads", "x"], {}, "argument --threads: must be a positive integer, got 'x'"),
+    (["doctor", "--threads", "-1"], {}, "argument --threads: must be a positive integer, got '-1'"),
+    (["sweep", "dana_fig4", "--threads", "0"], {}, "argument --threads: must be a positive integer, got '0'"),
+    (["bench", "--steps", "1.5"], {}, "argument --steps: must be a positive integer, got '1.5'"),
+    (["bench", "--authors-steps", "0"], {}, "argument --authors-steps: must be a positive integer, got '0'"),
+    (["bench", "--workload", "fig99"], {}, "argument --workload: invalid choice: 'fig99'"),
+    (["doctor", "--steps", "0"], {}, "argument --steps: must be a positive integer, got '0'"),
+    (["sweep", "dana_fig4", "--executor", "ray"], {}, "argument --executor: invalid choice: 'ray'"),
+    (["sweep", "dana_fig4", "--profile", "full"], {}, "argument --profile: invalid choice: 'full'"),
+    (["cache", "fig99"], {}, "experiment must be one of"),
+    (["grade", "{tmp}", "--chapter", "skip", "--memory", "lots"], {}, "argument --memory: must be a positive integer"),
+    (["grade", "{tmp}", "--chapter", "skip", "--cell-timeout", "0"], {}, "argument --cell-timeout: must be a positive"),
+    (["grade", "{tmp}", "--chapter", "skip", "--sandbox", "docker"], {},
+     "argument --sandbox: invalid choice: 'docker'"),
+    (["grade", "{tmp}", "--chapter", "no-such-chapter", "--sandbox", "none"], {},
+     "chapter 'no-such-chapter' has no exercise with a checker"),
+]
+
+
+@pytest.mark.parametrize("argv,env,message", REFUSALS, ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_every_command_refuses_a_wrong_argument_in_one_line_before_any_work(argv, env, message, tmp_path,
+                                                                            monkeypatch, capsys, no_cuda):
+    if _UNWRITABLE in argv and not os.path.isdir("/proc"):
+        pytest.skip("needs Linux's /proc for a folder nobody can write")
+    work = []
+    monkeypatch.setattr(memcap.train, "train_models", lambda *a, **k: work.append(a))
+    monkeypatch.setattr("memcap.experiments.bench.run_bench", lambda *a, **k: work.append(a))
+    monkeypatch.setattr("memcap.doctor.run_doctor", lambda *a, **k: work.append(a))
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    (tmp_path / "subs").mkdir()
+    fill = {"file": str(a_file), "tmp": str(tmp_path / "subs")}
+    for name, value in {"MEMCAP_DEVICE": "cpu", "MEMCAP_CACHE": str(tmp_path / "cache"), **env}.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = _answer([a.format(**fill) for a in argv], capsys)
+    assert code == 2 and message.format(**fill) in err, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("python -m memcap") and "Traceback" not in err
+    assert out == "" and work == [], "work started before the argument was refused"
+    assert not (tmp_path / "cache").exists() and a_file.read_text() == ""
+
+
+@pytest.mark.parametrize("device", ["cuda:1", "cuda:x", "cuda:-1"])
+def test_a_cuda_index_this_machine_lacks_is_refused_in_one_line(device, capsys, monkeypatch, one_gpu):
+    monkeypatch.setattr("memcap.doctor.run_doctor", lambda *a, **k: pytest.fail("the doctor ran"))
+    code, out, err = _answer(["doctor", "--device", device], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("python -m memcap: error: --device: ")
+    if device == "cuda:1":
+        assert "device 'cuda:1' requested but this machine has 1 CUDA device (cuda:0)" in err
+
+
+def test_doctor_without_cuda_answers_in_one_line_through_the_real_entry_point():
+    """The issue's case, in a fresh interpreter that sees no GPU (CUDA_VISIBLE_DEVICES empty) on any machine."""
+    out = subprocess.run([sys.executable, "-m", "memcap", "doctor", "--device", "cuda"], capture_output=True,
+                         text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=120, cwd=ROOT)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == f"python -m memcap: error: --device: device 'cuda' {_NO_CUDA}\n"
+
+
+# --- help, version, console script ----------------------------------------------------------------------
+
+def _subcommands(parser) -> dict[str, str]:
+    """Each subcommand's name and its one-line help."""
+    import argparse
+
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {choice.dest: choice.help for choice in sub._choices_actions}
+
+
+def test_help_is_plain_text_listing_every_command_on_one_line(capsys, monkeypatch):
+    from memcap.__main__ import build_parser
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = _answer(["--help"], capsys)
+    assert code == 0 and err == ""
+    commands = _subcommands(build_parser())
+    assert set(commands) == {"sweep", "cache", "list", "bench", "student-edition", "doctor", "grade"}
+    lines = out.splitlines()
+    for name, help_line in commands.items():
+        assert [line for line in lines if line.split() and line.split()[0] == name] == \
+            [f"  {name:<15s}  {help_line}"], f"{name} is not listed on one line of its own"
+    for markup in ("``", ":func:", ":mod:", "* ``"):
+        assert markup not in out, f"reStructuredText {markup!r} in --help"
+
+
+def test_every_flag_of_every_command_has_a_help_string():
+    import argparse
+
+    from memcap.__main__ import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = {"python -m memcap": parser, **{f"{name}": p for name, p in sub.choices.items()}}
+    missing = [f"{name} {action.dest}" for name, p in parsers.items() for action in p._actions
+               if action is not sub and (not action.help or action.help == argparse.SUPPRESS)]
+    assert missing == []
+
+
+def test_version_names_memcap_and_the_engine(capsys):
+    from memcap import ENGINE_VERSION, __version__
+
+    code, out, err = _answer(["--version"], capsys)
+    assert code == 0 and out == f"memcap {__version__} (engine version {ENGINE_VERSION})\n"
+
+
+def test_pyproject_declares_the_memcap_command_and_it_runs_when_installed():
+    import importlib
+    from importlib.metadata import entry_points
+
+    from memcap import ENGINE_VERSION
+
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+
+    target = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["memcap"]
+    module, _, name = target.partition(":")
+    assert getattr(importlib.import_module(module), name) is importlib.import_module("memcap.__main__").cli
+    installed = [e for e in entry_points(group="console_scripts") if e.name == "memcap"]
+    script = os.path.join(os.path.dirname(sys.executable), "memcap")
+    if not installed or not os.path.exists(script):
+        pytest.skip("memcap is not installed with its console script here (pip install -e . installs it)")
+    assert installed[0].value == target
+    done = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and f"(engine version {ENGINE_VERSION})" in done.stdout
+    refused = subprocess.run([script, "--threads", "0", "list"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.startswith("memcap: error: argument --threads")
+
+
+# --- --threads before or after the command; counts with their nouns ---------------------------------------
+
+@pytest.mark.parametrize("argv,threads", [
+    (["bench"], None),
+    (["--threads", "2", "bench"], 2),
+    (["bench", "--threads", "1"], 1),
+    (["--threads", "2", "bench", "--threads", "1"], 1),
+    (["--threads", "1", "doctor", "--threads", "2"], 2),
+    (["--threads", "2", "sweep", "dana_fig4"], 2),
+    (["sweep", "dana_fig4", "--threads", "2"], 2),
+])
+def test_threads_is_accepted_before_and_after_the_command_and_the_later_wins(argv, threads, monkeypatch):
+    from memcap.__main__ import build_parser
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert build_parser().parse_args(argv).threads == threads
+
+
+def test_main_sets_torch_threads_from_after_the_command(monkeypatch, capsys):
+    import torch
+
+    set_to = []
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(torch, "set_num_threads", set_to.append)
+    monkeypatch.setattr("memcap.doctor.run_doctor", lambda *a, **k: True)
+    code, _, err = _answer(["--threads", "2", "doctor", "--device", "cpu", "--threads", "1"], capsys)
+    assert code == 0 and err == "" and set_to == [1]
+
+
+def test_bench_after_threads_runs_with_that_many_threads():
+    out = subprocess.run([sys.executable, "-m", "memcap", "bench", "--threads", "1", "--models", "1", "--steps",
+                          "1", "--workload", "aot", "--json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MEMCAP_DEVICE": "cpu"}, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["hardware"]["torch_threads"] == 1
+
+
+def test_counts_printed_by_the_command_line_agree_with_their_nouns(tmp_path, monkeypatch, capsys):
+    from memcap.experiments.bench import format_bench, run_bench
+    from memcap.experiments.sweep import SweepInterrupted
+    from memcap.textbook.grading import GradeReport
+
+    monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: _tiny_jobs(1 if profile == "quick"
+                                                                                         else 2, steps=2))
+    code, out, _ = _answer(["list"], capsys)
+    assert code == 0 and "dana_fig4" in out and "quick: 1 job, paper: 2 jobs" in out
+    code, out, _ = _answer(["sweep", "dana_fig4", "--profile", "quick", "--cache", str(tmp_path)], capsys)
+    assert code == 0 and "dana_fig4 (quick): 1 job, 0 from the cache, 1 computed;" in out
+    assert SweepInterrupted("e", 1, 0, 1, 1).summary().startswith(
+        "interrupted: e: 1 job of 1 in the cache (1 finished in this run), 1 queued or running job cancelled;")
+    assert SweepInterrupted("e", 3, 0, 0, 3).summary().startswith("interrupted: e: 0 jobs of 3 in the cache")
+    report = GradeReport("book/mahdavi/skip", ["ex-1"], rows=[{"student": "zoe", "exercise": "ex-1",
+                                                              "result": "pass"}], sandbox="none")
+    assert report.summary().startswith("chapter book/mahdavi/skip: 1 submission, 1 checked exercise, graded")
+    text = format_bench(run_bench(("aot",), models=1, steps=1, authors_steps=1, device="cpu"))
+    assert text.startswith("memcap bench: 1 model x 1 step on cpu") and "1 step in the authors' recipes" in text
+    assert "aot (1 model): stacked" in text

@@ -19,6 +19,7 @@ import torch
 
 from memcap._checks import listed, positive_int
 from memcap.device import describe, pick_device
+from memcap.experiments.syn_prose import count_noun
 from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict, train_models
 from memcap.train.authors import train_like_authors
 
@@ -161,13 +162,13 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
 def format_bench(result: dict) -> str:
     """A short human-readable report of :func:`run_bench`'s result."""
     hw = result["hardware"]
-    lines = [f"memcap bench: {result['models']} models x {result['steps']} steps on {hw['device']} (paper workloads: "
-             f"their own models; {result['authors_steps']} steps in the authors' recipes) ({hw['device_name']}; "
-             f"{hw['cpu_count']} CPU cores, {hw['torch_threads']} torch threads), torch {hw['torch']}, Python {hw['python']}; float32 matrix product: "
+    lines = [f"memcap bench: {count_noun(result['models'], 'model')} x {count_noun(result['steps'], 'step')} on {hw['device']} (paper workloads: "
+             f"their own models; {count_noun(result['authors_steps'], 'step')} in the authors' recipes) ({hw['device_name']}; "
+             f"{count_noun(hw['cpu_count'], 'CPU core')}, {count_noun(hw['torch_threads'], 'torch thread')}), torch {hw['torch']}, Python {hw['python']}; float32 matrix product: "
              f"{result['peak_gflops']:.0f} GFLOP/s",
              f"command: {result['command']}"]
     for name, r in result["workloads"].items():
-        lines.append(f"  {name} ({r['models']} models): stacked {r['stacked_model_steps_per_s']:.0f} model-steps/s, "
+        lines.append(f"  {name} ({count_noun(r['models'], 'model')}): stacked {r['stacked_model_steps_per_s']:.0f} model-steps/s, "
                      f"loop {r['loop_model_steps_per_s']:.0f}, authors' recipe {r['authors_model_steps_per_s']:.1f}; "
                      f"speedup {r['speedup']:.1f}x, vs authors {r['speedup_vs_authors']:.0f}x; "
                      f"{r['gflops']:.1f} GFLOP/s = {r['fraction_of_peak']:.2f} of peak; "

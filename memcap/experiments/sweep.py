@@ -651,9 +651,11 @@ class SweepInterrupted(KeyboardInterrupt):
     def summary(self) -> str:
         """One line for the user: what is stored and how to go on."""
         stored = self.cached + self.computed
-        return (f"interrupted: {self.experiment}: {stored} of {self.total} jobs are in the cache "
-                f"({self.computed} finished in this run), {self.dropped} queued or running jobs cancelled; "
-                f"run the same command again to continue")
+        from memcap.experiments.syn_prose import count_noun
+
+        return (f"interrupted: {self.experiment}: {count_noun(stored, 'job')} of {self.total} in the cache "
+                f"({self.computed} finished in this run), {count_noun(self.dropped, 'queued or running job')} "
+                f"cancelled; run the same command again to continue")
 
 
 def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = None,

@@ -104,12 +104,15 @@ class GradeReport:
 
     def summary(self) -> str:
         """A few lines: the chapter, each student's score, each exercise's pass count, what went wrong."""
+        from memcap.experiments.syn_prose import count_noun
+
         students = sorted({r["student"] for r in self.rows})
         passed = {(r["student"], r["exercise"]) for r in self.rows if r["result"] == "pass"}
         trust = "bwrap" if self.sandbox == "bwrap" else \
             "none: honour-system grades, the notebooks ran unsandboxed as the grading user"
-        lines = [f"chapter {self.chapter}: {len(students)} submissions, {len(self.exercises)} checked "
-                 f"exercises, graded in {self.seconds:.0f} s (sandbox: {trust})"]
+        lines = [f"chapter {self.chapter}: {count_noun(len(students), 'submission')}, "
+                 f"{count_noun(len(self.exercises), 'checked exercise')}, graded in {self.seconds:.0f} s "
+                 f"(sandbox: {trust})"]
         for student in students:
             score = sum((student, ex) in passed for ex in self.exercises)
             note = f"  (notebook did not finish: {self.problems[student]})" if student in self.problems else ""
