@@ -1,4 +1,4 @@
-"""Tests of the stacked training engine (memcap/train.py).
+"""Tests of the stacked training engine (memcap/train/).
 
 Tolerances: stacked and one-by-one runs execute the same float64 arithmetic except for the order of
 batched reductions, so weights agree to ~1e-12; we assert 1e-9 after tens of Adam steps.
