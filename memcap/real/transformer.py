@@ -178,7 +178,7 @@ def warmup_cosine(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.l
     cosine decay to 0 at ``steps`` (call ``.step()`` once per optimizer step).
 
     With W = max(1, steps // 20), step k has factor min(1, (k + 1) / W) * (1 + cos(pi k / steps)) / 2.
-    The training engine's 'warmup_cosine' (:func:`memcap.train.schedule.lr_factor`, Mahdavi et al.'s
+    The training engine's 'warmup_cosine' (:func:`memcap.train.lr_factor`, Mahdavi et al.'s
     code) has the same warm-up length but ramps from 0.01 and starts its cosine after the warm-up; the
     two differ by at most (pi / 2) W / steps after the warm-up (tests/test_real_models.py). They stay
     two: this one trains the real-models chapter's ViT and GPT, the engine's is pinned by ENGINE_VERSION
