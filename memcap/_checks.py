@@ -244,16 +244,6 @@ def ids_in_range(name: str, ids: torch.Tensor, upper: int | None = None) -> torc
     return ids
 
 
-def as_tensor(name: str, value: object, dtype: torch.dtype | None = None,
-              device: torch.device | str | None = None) -> torch.Tensor:
-    """Convert a tensor, NumPy array or nested list to a tensor; raise ``TypeError`` naming ``name`` otherwise."""
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype=dtype or value.dtype, device=device or value.device)
-    if isinstance(value, (np.ndarray, list, tuple, numbers.Number)):
-        return torch.as_tensor(np.asarray(value), dtype=dtype, device=device)
-    raise TypeError(f"{name} must be a tensor, array or list of numbers, got {type(value).__name__}")
-
-
 def same_device_dtype(**tensors: torch.Tensor) -> None:
     """Raise ``ValueError`` unless all given tensors share one device and one floating dtype."""
     items = list(tensors.items())

@@ -5,7 +5,8 @@ One rule each, used by every module (the README's "Use the library" states them 
 * ``generator``: an explicit ``torch.Generator``, or ``None`` meaning a fresh CPU generator seeded with
   :data:`DEFAULT_SEED` (deterministic, no global RNG state). Random numbers are drawn in float64 on the
   generator's device and then moved and cast (:func:`randn`, :func:`rand`), so a seed gives the same
-  values on every device and in every dtype (up to the final rounding).
+  values on every device and in every dtype (up to the final rounding); integers likewise are drawn on
+  the generator's device and then moved (:func:`randint`, :func:`randperm`).
 * ``device``: outputs live on the device of the tensor inputs; a function without tensor inputs takes
   ``device``, and ``None`` means :func:`memcap.device.pick_device` (:func:`device`).
 * ``dtype``: must be float32 or float64 (:func:`float_dtype`); ``None`` is the function's documented
@@ -70,6 +71,16 @@ def rand(shape: tuple[int, ...], gen: torch.Generator, dtype: torch.dtype,
     """U(0, 1) draws made in float64 on the generator's device, then moved and cast."""
     draw = torch.rand(shape, generator=gen, dtype=torch.float64, device=gen.device)
     return draw.to(device=device, dtype=dtype)
+
+
+def randint(high: int, shape: tuple[int, ...], gen: torch.Generator, device: torch.device) -> torch.Tensor:
+    """Uniform int64 draws from [0, ``high``) made on the generator's device, then moved."""
+    return torch.randint(high, shape, generator=gen, device=gen.device).to(device)
+
+
+def randperm(n: int, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+    """A uniformly random permutation of ``range(n)``, (n,) int64, drawn on the generator's device, then moved."""
+    return torch.randperm(n, generator=gen, device=gen.device).to(device)
 
 
 @contextlib.contextmanager

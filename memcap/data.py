@@ -244,7 +244,7 @@ def mahdavi_task(examples: int, context_size: int, dim: int, *, shared: bool = T
     queries = _resolve.rand((T, d), gen, dtype, dev)
     if task == "classification":
         C = positive_int("classes", classes)
-        labels = torch.randint(C, (T,), generator=gen, device=gen.device).to(dev)
+        labels = _resolve.randint(C, (T,), gen, dev)
         return MemorizationTask(contexts, queries, labels, classes=C)
     d_out = positive_int("out_dim", out_dim)
     return MemorizationTask(contexts, queries, _resolve.rand((T, d_out), gen, dtype, dev), classes=None)
@@ -275,8 +275,7 @@ def random_lookup_table(vocab: int, seq_len: int, *, generator: torch.Generator 
     S = positive_int("seq_len", seq_len)
     _sequence_count(N, S)
     gen = _resolve.generator(generator)
-    table = torch.randint(N, (N,) * S, generator=gen, device=gen.device)
-    return table.to(_resolve.device(device))
+    return _resolve.randint(N, (N,) * S, gen, _resolve.device(device))
 
 
 def _check_table(table: object, vocab: int, seq_len: int) -> torch.Tensor:
@@ -315,7 +314,7 @@ def association_task(vocab: int, seq_len: int, *, count: int | None = None,
         T0 = positive_int("count", count)
         if T0 > total:
             raise ValueError(f"count must be at most N^S = {total} distinct sequences, got {T0}")
-        index = torch.randperm(total, generator=gen, device=gen.device)[:T0].sort().values.to(dev)
+        index = _resolve.randperm(total, gen, dev)[:T0].sort().values
         tokens = _digits(index, N, S)
     targets = table[tuple(tokens.T)]
     return tokens, targets

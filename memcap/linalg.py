@@ -196,11 +196,16 @@ def _first_dependent_subset(vectors: torch.Tensor, k: int, tol: float | None) ->
 
 
 def _random_subsets(m: int, k: int, count: int, generator: torch.Generator) -> torch.Tensor:
-    """``count`` uniformly random k-subsets of ``range(m)`` (drawn independently), shape ``(count, k)``."""
+    """``count`` uniformly random k-subsets of ``range(m)`` (drawn independently), shape ``(count, k)``.
+
+    The sort keys are float32 draws on the generator's device (a random order needs no more), with the
+    dtype stated so that torch's default dtype cannot change which subsets a seed draws.
+    """
     rows = max(1, _CHUNK_ELEMENTS // m)
     parts = []
     for start in range(0, count, rows):
-        keys = torch.rand(min(rows, count - start), m, generator=generator, device=generator.device)  # (rows, m)
+        keys = torch.rand(min(rows, count - start), m, generator=generator, dtype=torch.float32,
+                          device=generator.device)  # (rows, m)
         parts.append(keys.topk(k, dim=1).indices.cpu())  # k largest keys of a random order: a uniform k-subset
     return torch.cat(parts)
 

@@ -100,8 +100,7 @@ def _gaussian(shape: tuple[int, ...], fan_in: int, generator: torch.Generator,
     Drawing in float64 on the generator's device makes the values independent of the target
     ``dtype``/``device`` (up to rounding), so a seed means the same model on a laptop and on a GPU.
     """
-    draw = torch.randn(shape, generator=generator, dtype=torch.float64, device=generator.device)
-    return (draw / fan_in ** 0.5).to(device=device, dtype=dtype)
+    return (_resolve.randn(shape, generator, torch.float64, device) / fan_in ** 0.5).to(dtype)
 
 
 def _dtype_device(dtype: torch.dtype | None,

@@ -219,15 +219,18 @@ def finish(ax, *, xlabel: str, ylabel: str, title: str | None = None, legend: bo
         ax.legend(loc="best")
 
 
-def legend_below(fig, axes=None, *, ncols: int | None = None) -> None:
-    """One legend for the whole figure, under its panels (the handles of every panel, each label once)."""
+def legend_below(fig, axes=None, *, key: Sequence = (), ncols: int | None = None) -> None:
+    """One legend for the whole figure, under its panels: the labelled artists of ``axes`` (every panel
+    when None), each label once, then the style handles ``key`` (artists explaining a line style, e.g.
+    :func:`memcap.experiments.mahdavi_common.style_key`). A figure legend, so that the layout keeps room
+    for it and for a colour bar; ``ncols`` defaults to up to 3 columns."""
     axes = fig.axes if axes is None else list(np.ravel(axes))
     seen: dict[str, object] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            if not label.startswith("_") and label not in seen:
-                seen[check_label(label)] = handle
+    pairs = [pair for ax in axes for pair in zip(*ax.get_legend_handles_labels())]
+    for handle, label in pairs + [(h, h.get_label()) for h in key]:
+        if not label.startswith("_") and label not in seen:
+            seen[check_label(label)] = handle
     if not seen:
-        raise ValueError("legend_below found no labelled artist in the figure")
+        raise ValueError("legend_below found no labelled artist in the figure and no key")
     fig.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
                ncols=ncols or min(3, len(seen)))

@@ -264,12 +264,12 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.bounds.huben_morris_param_count": "integer sizes only",
     "memcap.bounds.mahdavi_assoc_param_count": "integer sizes only",
     "memcap.bounds.dana_assoc_param_count": "integer sizes only",
-    "memcap.train.MHASpec": "integer sizes, seeds and flags only, validated in __post_init__ (tests/test_train.py)",
-    "memcap.train.AoTSpec": "integer sizes, seeds and flags only, validated in __post_init__ (tests/test_train.py)",
-    "memcap.train.spec_from_dict": "a dict of a spec's fields, validated by MHASpec/AoTSpec",
-    "memcap.train.group_by_shape": "a list of specs",
-    "memcap.train.train_models": "specs and a TrainConfig, both validated dataclasses",
-    "memcap.train.capacity_search": "specs, integer candidates and a TrainConfig",
+    "memcap.train.specs.MHASpec": "integer sizes, seeds and flags, validated in __post_init__ (tests/test_train.py)",
+    "memcap.train.specs.AoTSpec": "integer sizes, seeds and flags, validated in __post_init__ (tests/test_train.py)",
+    "memcap.train.specs.spec_from_dict": "a dict of a spec's fields, validated by MHASpec/AoTSpec",
+    "memcap.train.loop.group_by_shape": "a list of specs",
+    "memcap.train.loop.train_models": "specs and a TrainConfig, both validated dataclasses",
+    "memcap.train.capacity.capacity_search": "specs, integer candidates and a TrainConfig",
     "memcap.experiments.bench.workload": "a workload name and an integer",
     "memcap.experiments.bench.run_bench": "workload names and integers (tests/test_cli.py runs it)",
     "memcap.experiments.bench.format_bench": "the dict run_bench returns",
@@ -288,8 +288,8 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.construct.mahdavi_limits.ReLUFit": "the result of fit_relu",
     "memcap.construct.dana.KLFit": "the result of minimize_kl",
     "memcap.construct.dana.Theorem1AoT": "the result of theorem1_aot",
-    "memcap.train.TrainResult": "the result of train_models",
-    "memcap.train.CapacityResult": "the result of capacity_search",
+    "memcap.train.loop.TrainResult": "the result of train_models",
+    "memcap.train.capacity.CapacityResult": "the result of capacity_search",
     "memcap.linalg.SubsetTest": "the result of subset_test",
     "memcap.linalg.KruskalCurve": "the result of kruskal_curve / kruskal_search",
     "memcap.linalg.AssumptionReport": "the result of assumption_report",
@@ -419,6 +419,7 @@ def cases() -> dict[str, Case]:
     from memcap.real import transformer as tf
     from memcap.real import vit as vt
     from memcap.textbook import page as book
+    from memcap.train.prepare import init_one
 
     def model_params(dev):
         return {**dict(zip(models.mha_parameter_names, _mha(dev).parameters()))}
@@ -442,19 +443,19 @@ def cases() -> dict[str, Case]:
 
     def stacked_mha(dev):
         spec = train.MHASpec(heads=2, context_size=3, examples=4, dim=4, classes=3, embedding=False)
-        p = train._init_one(spec)
+        p = init_one(spec)
         return {"params": {k: v[None].to(dev) for k, v in p.items()},
                 "contexts": torch.rand(1, 3, 4, generator=_gen(9), dtype=F64).to(dev),
                 "queries": torch.rand(1, 5, 4, generator=_gen(10), dtype=F64).to(dev)}
 
     def stacked_aot(dev):
-        p = train._init_one(train.AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=2))
+        p = init_one(train.AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=2))
         return {"params": {k: v[None].to(dev) for k, v in p.items()},
                 "tokens": torch.randint(5, (1, 6, 2), generator=_gen(11)).to(dev)}
 
     def trained(dev):
         spec = train.MHASpec(heads=2, context_size=3, examples=4, dim=4, classes=3)
-        return {"spec": spec, "params": {k: v.numpy() for k, v in train._init_one(spec).items()},
+        return {"spec": spec, "params": {k: v.numpy() for k, v in init_one(spec).items()},
                 "device": str(dev)}
 
     def encoder(dev):
@@ -522,7 +523,7 @@ def cases() -> dict[str, Case]:
 
     def syn_trained(dev):
         spec = train.AoTSpec(heads=1, head_dim=2, dim=3, vocab=4, seq_len=2, examples=5)
-        return {"spec": spec, "params": {k: v.numpy() for k, v in train._init_one(spec).items()}}
+        return {"spec": spec, "params": {k: v.numpy() for k, v in init_one(spec).items()}}
 
     listed = [
         # memcap.models

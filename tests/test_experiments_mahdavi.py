@@ -298,9 +298,9 @@ def test_log_ticks_label_narrow_ranges_and_legend_below_checks_labels():
     ticks = [t for t in narrow.get_yticks() if 0.004 <= t <= 0.08]
     assert len(ticks) >= 4 and narrow.get_yscale() == "log"
     assert len([t for t in wide.get_yticks() if 1e-4 <= t <= 0.08]) == 3
-    mahdavi_common.legend_below(narrow, mahdavi_common.style_key(fit=True))
+    plotting.legend_below(fig, narrow, key=mahdavi_common.style_key(fit=True), ncols=2)
     assert [t.get_text() for t in fig.legends[0].get_texts()][0] == "trained"
     wide.plot([1, 2], [0.1, 0.01], label="d_h raw")
     with pytest.raises(ValueError, match="outside"):
-        mahdavi_common.legend_below(wide)
+        plotting.legend_below(fig, wide)
     plotting.plt.close(fig)

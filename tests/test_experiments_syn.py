@@ -75,7 +75,7 @@ def test_token_summary_puts_both_theories_beside_the_measurements():
             assert th.mahdavi.value == bounds.mha_capacity(H, point["seq_len"], d_h)
             if cap > N:      # more sequences than tokens: two share their last token
                 assert not th.mahdavi.applies and "coincide" in th.mahdavi.why and th.mahdavi.guarantee == 1
-    assert np.all(syn_tokens.ratios(sweep) > 0)
+    assert np.all(syn_common.ratios(sweep, "dana") > 0)
 
 
 def test_vector_summary_runs_mahdavis_construction_in_the_trained_model():
@@ -88,7 +88,7 @@ def test_vector_summary_runs_mahdavis_construction_in_the_trained_model():
             assert th.constructed == th.mahdavi.value == bounds.mha_capacity(point["heads"], point["context_size"],
                                                                              point["head_dim"])
             assert not th.dana.applies and "Prop. 2" in th.dana.why
-    assert syn_vectors.ratios(sweep).shape == (7,)
+    assert syn_common.ratios(sweep, "mahdavi").shape == (7,)
 
 
 def _exact_records(loss):

@@ -125,9 +125,9 @@ COMPUTES_IN_FLOAT64 = {
     **{f"memcap.synthesis.{name}": "built on Mahdavi et al.'s construction (float64)"
        for name in ("label_aware_head", "mahdavi_association_aot", "mahdavi_classifier")},
     "memcap.fits.non_saturated": "a NumPy fit: float64 arrays",
-    "memcap.train.trained_attention": "returns float64 NumPy arrays for the plots",
+    "memcap.train.inspection.trained_attention": "returns float64 NumPy arrays for the plots",
     "memcap.synthesis.trained_aot_attention": "returns float64 NumPy arrays for the plots",
-    "memcap.train.lr_factor": "a learning-rate factor in float64 whatever the dtype of the step",
+    "memcap.train.schedule.lr_factor": "a learning-rate factor in float64 whatever the dtype of the step",
 }
 """Cases whose floating results are float64 when their floating inputs are float32, with the reason."""
 

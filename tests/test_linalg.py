@@ -256,7 +256,8 @@ def test_assumption_3_holds_for_random_data_and_shared_contexts() -> None:
 
 
 def test_assumption_3_rejects_mismatched_shapes() -> None:
-    with pytest.raises(ValueError, match="contexts \\(T, n, d\\) and queries \\(T, d\\) must have the same T, got 4 and 5"):
+    with pytest.raises(ValueError,
+                       match="contexts \\(T, n, d\\) and queries \\(T, d\\) must have the same T, got 4 and 5"):
         linalg.check_assumption_3(uniform(4, 2, 3, seed=0), uniform(5, 3, seed=0))
     with pytest.raises(ValueError, match="must share the dimension d, got 3 and 4"):
         linalg.check_assumption_3(uniform(2, 3, seed=0), uniform(5, 4, seed=0))

@@ -1,6 +1,7 @@
 import matplotlib
 import numpy as np
 import pytest
+from matplotlib.lines import Line2D
 
 from memcap import plotting
 
@@ -107,4 +108,12 @@ def test_legend_below_collects_every_panel_once():
     plotting.legend_below(fig, axes)
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert texts == ["measured", "bound"]
+    matplotlib.pyplot.close(fig)
+    fig, ax = plotting.figure()
+    with pytest.raises(ValueError, match="no labelled artist in the figure and no key"):
+        plotting.legend_below(fig)
+    plotting.measured(ax, [1, 2], [1, 2], "measured")
+    style = Line2D([], [], linestyle=":", label="least-squares line")
+    plotting.legend_below(fig, ax, key=[style], ncols=1)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["measured", "least-squares line"]
     matplotlib.pyplot.close(fig)

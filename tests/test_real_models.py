@@ -3,6 +3,7 @@ memcap.real.transformer, memcap.real.assumptions)."""
 from __future__ import annotations
 
 import json
+import math
 import struct
 
 import numpy as np
@@ -95,6 +96,28 @@ def test_causal_attention_ignores_the_future() -> None:
     y[0, 4:] += 1.0
     assert torch.allclose(block(x)[0, :4], block(y)[0, :4], atol=1e-6)
     assert not torch.allclose(block(x)[0, 4:], block(y)[0, 4:])
+
+
+@pytest.mark.parametrize("steps", [7, 20, 100, 1000, 3001])
+def test_the_two_warmup_cosine_schedules_differ_only_as_their_docstrings_say(steps: int) -> None:
+    """real.transformer.warmup_cosine (the small models) and train.schedule.lr_factor (the engine, Mahdavi
+    et al.'s code): the same warm-up length W = floor(steps / 20) and the same end at 0; the engine ramps
+    from 0.01 and starts its cosine after the warm-up, so after the warm-up they differ by at most
+    (pi / 2) W / steps, and during it by at most 1 / W more."""
+    from memcap.train.schedule import lr_factor
+
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    factor = transformer.warmup_cosine(opt, steps).lr_lambdas[0]
+    small = np.array([factor(k) for k in range(steps + 1)])
+    engine = lr_factor(torch.arange(steps + 1), steps).numpy()
+    W = steps // 20
+    assert small[steps] == pytest.approx(0.0, abs=1e-15) and engine[steps] == pytest.approx(0.0, abs=1e-15)
+    shift = math.pi / 2 * W / steps
+    assert np.abs(small[W:] - engine[W:]).max() <= shift + 1e-12
+    if W:
+        assert np.abs(small[:W] - engine[:W]).max() <= 1 / W + shift + 1e-12
+        assert engine.argmax() == W and small.argmax() == W - 1  # both peak at the end of the warm-up
+        assert np.all(np.diff(small[:W]) > 0) and np.all(np.diff(engine[:W + 1]) > 0)
 
 
 # ------------------------------------------------------------------------------------- text models

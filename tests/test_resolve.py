@@ -1,4 +1,7 @@
 """The one way memcap resolves ``generator``, ``dtype`` and ``device`` (memcap/_resolve.py)."""
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -32,6 +35,36 @@ def test_draws_do_not_depend_on_the_target_dtype():
     a = _resolve.randn((4,), torch.Generator().manual_seed(1), torch.float64, torch.device("cpu"))
     b = _resolve.randn((4,), torch.Generator().manual_seed(1), torch.float32, torch.device("cpu"))
     assert torch.equal(a.float(), b)
+
+
+def test_integer_draws_are_made_on_the_generator_device_then_moved():
+    cpu = torch.device("cpu")
+    a = _resolve.randint(7, (3, 4), torch.Generator().manual_seed(2), cpu)
+    assert a.dtype == torch.int64 and a.shape == (3, 4) and int(a.min()) >= 0 and int(a.max()) < 7
+    assert torch.equal(a, torch.randint(7, (3, 4), generator=torch.Generator().manual_seed(2)))
+    p = _resolve.randperm(9, torch.Generator().manual_seed(2), cpu)
+    assert sorted(p.tolist()) == list(range(9))
+    assert torch.equal(p, torch.randperm(9, generator=torch.Generator().manual_seed(2)))
+
+
+# Draws written with torch's samplers directly, outside _resolve, in the science modules; each needs a reason.
+INLINE_DRAWS = {
+    "memcap/linalg.py": 1,  # float32 sort keys of random subsets (a random order needs no float64)
+    "memcap/doctor.py": 3,  # smoke-test inputs of the doctor, any values do
+}
+
+
+def test_science_modules_draw_through_resolve():
+    """One rule for random numbers: memcap/*.py and memcap/construct/ call _resolve's samplers, not torch's."""
+    root = Path(__file__).resolve().parents[1]
+    sampler = re.compile(r"torch\.(randn|rand|randint|randperm|normal|multinomial|bernoulli)\(")
+    found = {}
+    for path in sorted([*root.glob("memcap/*.py"), *root.glob("memcap/construct/*.py")]):
+        name = path.relative_to(root).as_posix()
+        count = len(sampler.findall(path.read_text()))
+        if count and name != "memcap/_resolve.py":
+            found[name] = count
+    assert found == INLINE_DRAWS
 
 
 def test_one_cpu_thread_restores_the_setting():

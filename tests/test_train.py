@@ -1,4 +1,4 @@
-"""Tests of the stacked training engine (memcap/train.py).
+"""Tests of the stacked training engine (memcap/train/).
 
 Tolerances: stacked and one-by-one runs execute the same float64 arithmetic except for the order of
 batched reductions, so weights agree to ~1e-12; we assert 1e-9 after tens of Adam steps.
@@ -16,8 +16,6 @@ from memcap.train import (
     AoTSpec,
     MHASpec,
     TrainConfig,
-    _init_one,
-    _Stack,
     aot_forward_stacked,
     capacity_search,
     group_by_shape,
@@ -27,12 +25,14 @@ from memcap.train import (
     train_models,
     trained_attention,
 )
+from memcap.train.prepare import init_one
+from memcap.train.stack import Stack
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _stack_params(specs):
-    inits = [_init_one(s) for s in specs]
+    inits = [init_one(s) for s in specs]
     return inits, {n: torch.stack([p[n] for p in inits]) for n in inits[0]}
 
 
@@ -74,8 +74,8 @@ def test_shared_compression_is_eq2_with_heads_on_compressed_tokens():
     """The variant equals, by hand, x_S + sum_h W_O^h W_V^h sum_s a_s z_s with z = W_C x, a = softmax over s
     of (W_Q^h z_S) . (W_K^h z_s), and its init keeps Eq. (2)'s random stream for the shared weights."""
     spec = AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=3, seed=4, shared_compression=True)
-    plain = _init_one(AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=3, seed=4))
-    p = _init_one(spec)
+    plain = init_one(AoTSpec(heads=2, head_dim=2, dim=3, vocab=5, seq_len=3, seed=4))
+    p = init_one(spec)
     assert p["W_C"].shape == (2, 3) and p["W_Q"].shape == (2, 2, 2) and p["W_O"].shape == (2, 3, 2)
     for name in ("token_embedding", "positional_embedding", "W_O", "W_U"):
         assert torch.equal(p[name], plain[name])
@@ -153,7 +153,7 @@ def test_adam_step_matches_torch_optim_adam():
     cfg = TrainConfig(steps=15, batch_size=None, lr=3e-2, schedule="constant", early_stop=False,
                       dtype="float64", device="cpu")
     ours = train_models([spec], cfg, keep_params=True).params[0]
-    stack = _Stack([spec], torch.float64, torch.device("cpu"))
+    stack = Stack([spec], torch.float64, torch.device("cpu"))
     flat = stack.flat.detach().clone().requires_grad_()
     opt = torch.optim.Adam([flat], lr=3e-2)
     idx = torch.arange(16)[None]
@@ -296,7 +296,7 @@ def test_error_messages_name_the_argument():
 
 def _padded_aot_stack(specs):
     """Stacked, zero-padded weights of AoT ``specs`` as the engine holds them."""
-    stack = _Stack(specs, torch.float64, torch.device("cpu"))
+    stack = Stack(specs, torch.float64, torch.device("cpu"))
     return stack, {k: v.detach() for k, v in stack.views(stack.flat).items()}
 
 
@@ -315,7 +315,7 @@ def test_aot_closed_form_for_two_tokens_equals_the_general_forward(variant):
     assert fast.shape == (3, 40, 6) and torch.allclose(fast, slow, atol=1e-12, rtol=0)
     if not variant:
         for i, spec in enumerate(specs):
-            p = _init_one(spec)
+            p = init_one(spec)
             core = {k: v for k, v in p.items() if k not in ("W_1", "W_2", "W_C")}
             assert torch.allclose(fast[i], aot_forward(AoTParams(**core), tokens[i]), atol=1e-12, rtol=0)
 

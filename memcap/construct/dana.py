@@ -376,7 +376,8 @@ def head_input_matrix(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
     return A.reshape(A.shape[0], -1).T
 
 
-def skip_feature_matrix(params: AoTParams, tokens: torch.Tensor, *, fake_head_scale: float | None = None) -> torch.Tensor:
+def skip_feature_matrix(params: AoTParams, tokens: torch.Tensor, *,
+                        fake_head_scale: float | None = None) -> torch.Tensor:
     """F of Theorem 1's proof: column t is [x_S(t); W_V^1 A^1(t); ...; W_V^H A^H(t)] in R^{d + H d_h}.
 
     The output map [I_d, W_O^1, ..., W_O^H] applied to F(t) is the sequence embedding E(t). With
@@ -639,7 +640,8 @@ def _solve_scale(gaps: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (low + high) / 2
 
 
-def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor, unembedding: torch.Tensor) -> tuple[SequenceEncoder, torch.Tensor]:
+def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor,
+                            unembedding: torch.Tensor) -> tuple[SequenceEncoder, torch.Tensor]:
     """Theorem 2's encoder for a noisy look-up table: E(t) = lambda(t) W_{g(t)}, lambda(t) solving
     h(pi(. | t)) = log sum_j exp(lambda (W_j - W_g)^T W_g), h the Shannon entropy (the paper's Eq. (6),
     whose -H is h: the paper writes H for the negative entropy sum_j pi_j log pi_j).

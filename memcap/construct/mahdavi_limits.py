@@ -110,10 +110,9 @@ def simplex_data(examples: int, context_size: int, dim: int, *, coordinate_sum: 
     C = positive_real("coordinate_sum", coordinate_sum)
     gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
-    draw = -torch.log1p(-torch.rand((T, n, d), generator=gen, dtype=torch.float64, device=gen.device))
+    draw = -torch.log1p(-_resolve.rand((T, n, d), gen, torch.float64, dev))
     contexts = C * draw / draw.sum(dim=-1, keepdim=True)  # (T, n, d), Exp(1) normalised: Dirichlet(1)
-    queries = torch.rand((T, d), generator=gen, dtype=torch.float64, device=gen.device)
-    return contexts.to(device=dev, dtype=dtype), queries.to(device=dev, dtype=dtype)
+    return contexts.to(dtype), _resolve.rand((T, d), gen, dtype, dev)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -203,11 +202,11 @@ def relu_hard_dataset(context_size: int, dim: int, hidden: int, *, out_dim: int 
     gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
     T = math.floor(float(bounds.relu_capacity(n, m, d_out))) + 1
-    x = torch.randn((T, n), generator=gen, dtype=torch.float64, device=gen.device)
-    y = torch.randn((T, d_out), generator=gen, dtype=torch.float64, device=gen.device)
-    contexts = torch.eye(n, d, dtype=torch.float64)                              # (n, d): rows s_1, ..., s_n
-    queries = torch.cat([torch.zeros(T, d - n, dtype=torch.float64), x.cpu()], dim=1)  # (T, d)
-    return MemorizationTask(contexts.to(dev, dtype), queries.to(dev, dtype), y.to(dev, dtype), classes=None)
+    x = _resolve.randn((T, n), gen, dtype, dev)
+    y = _resolve.randn((T, d_out), gen, dtype, dev)
+    contexts = torch.eye(n, d, dtype=dtype, device=dev)                               # (n, d): rows s_1, ..., s_n
+    queries = torch.cat([torch.zeros(T, d - n, dtype=dtype, device=dev), x], dim=1)  # (T, d)
+    return MemorizationTask(contexts, queries, y, classes=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,8 +257,8 @@ def fit_relu(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *, restart
     dev, dtype = inputs.device, inputs.dtype
 
     def draw(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
-        w = torch.randn(shape, generator=gen, dtype=torch.float64, device=gen.device) / fan_in ** 0.5
-        return w.to(device=dev, dtype=dtype).requires_grad_(True)
+        w = _resolve.randn(shape, gen, torch.float64, dev) / fan_in ** 0.5
+        return w.to(dtype).requires_grad_(True)
 
     W_1, W_2 = draw((R, d_in, m), d_in), draw((R, m, d_out), m)
     b_1 = torch.zeros((R, 1, m), device=dev, dtype=dtype, requires_grad=True)
@@ -443,8 +442,7 @@ def cls_token_data(examples: int, context_size: int, dim: int, *, generator: tor
     d = positive_int("dim", dim)
     gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
-    cls = torch.randn((d,), generator=gen, dtype=torch.float64, device=gen.device)
-    patches = torch.randn((T, n - 1, d), generator=gen, dtype=torch.float64, device=gen.device)
+    cls = _resolve.randn((d,), gen, dtype, dev)
+    patches = _resolve.randn((T, n - 1, d), gen, dtype, dev)
     contexts = torch.cat([cls.expand(T, 1, d), patches], dim=1)           # (T, n, d): [CLS] in row 0
-    queries = cls.expand(T, d).clone()                                    # (T, d)
-    return contexts.to(device=dev, dtype=dtype), queries.to(device=dev, dtype=dtype)
+    return contexts, cls.expand(T, d).clone()                             # queries (T, d)

@@ -42,6 +42,20 @@ def aot_jobs(base: dict, axis: str, values: Sequence[int], seeds: Sequence[int],
     return split_jobs(specs, TrainConfig(**train), split_by)
 
 
+def mha_sweep_jobs(grid: dict, axis: str, profile: str) -> list[dict]:
+    """A figure's MHA sweep along ``axis`` from its ``grid`` (its PAPER or QUICK: ``model``, ``axis``,
+    ``examples``, ``seeds``, ``train``): one stacked job (quick) or one job per T (paper)."""
+    return mha_jobs(grid["model"], axis, grid[axis], grid["examples"], grid["seeds"], grid["train"],
+                    split_by="examples" if profile == "paper" else None)
+
+
+def aot_sweep_jobs(grid: dict, axis: str, profile: str) -> list[dict]:
+    """A figure's AoT sweep along ``axis`` from its ``grid`` (its PAPER or QUICK: ``model``, ``axis``,
+    ``seeds``, ``train``): one stacked job (quick) or one job per seed (paper)."""
+    return aot_jobs(grid["model"], axis, grid[axis], grid["seeds"], grid["train"],
+                    split_by="seed" if profile == "paper" else None)
+
+
 def mha_capacity_jobs(base: dict, heads: Sequence[int], candidates: Sequence[int], seeds: Sequence[int],
                       train: dict, rounds: int, points: int) -> list[dict]:
     """One capacity-search job: every H and seed, the ladder ``candidates`` stacked, then bisection."""

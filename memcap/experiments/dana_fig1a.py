@@ -6,7 +6,7 @@ Summarized by :func:`memcap.experiments.dana_common.summarize_heads` (mean over 
 """
 from __future__ import annotations
 
-from memcap.experiments._grids import aot_jobs
+from memcap.experiments._grids import aot_sweep_jobs
 from memcap.experiments.dana_common import HeadsSummary, heads_verdict, published_records, summarize_heads
 from memcap.experiments.verdicts import Verdict  # noqa: F401  (the return type of verdict)
 
@@ -45,9 +45,7 @@ QUICK = {
 
 def jobs(profile: str) -> list[dict]:
     """Quick: one stacked job; paper: one job per seed (all H stacked)."""
-    g = PAPER if profile == "paper" else QUICK
-    return aot_jobs(g["model"], "heads", g["heads"], g["seeds"], g["train"],
-                    split_by="seed" if profile == "paper" else None)
+    return aot_sweep_jobs(PAPER if profile == "paper" else QUICK, "heads", profile)
 
 
 def summarize(results) -> HeadsSummary:

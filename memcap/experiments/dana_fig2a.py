@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memcap import bounds
-from memcap.experiments._grids import aot_jobs
+from memcap.experiments._grids import aot_sweep_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.experiments.verdicts import Verdict, grade
 from memcap.fits import PolyFit, linear_fit
@@ -43,9 +43,7 @@ QUICK = {
 
 def jobs(profile: str) -> list[dict]:
     """Quick: one stacked job; paper: one job per seed (all d stacked)."""
-    g = PAPER if profile == "paper" else QUICK
-    return aot_jobs(g["model"], "dim", g["dim"], g["seeds"], g["train"],
-                    split_by="seed" if profile == "paper" else None)
+    return aot_sweep_jobs(PAPER if profile == "paper" else QUICK, "dim", profile)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memcap.experiments._grids import aot_jobs
+from memcap.experiments._grids import aot_sweep_jobs
 from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
 from memcap.experiments.verdicts import Verdict, grade
 
@@ -46,9 +46,7 @@ QUICK = {
 
 def jobs(profile: str) -> list[dict]:
     """Quick: one stacked job; paper: one job per seed (all H stacked)."""
-    g = PAPER if profile == "paper" else QUICK
-    return aot_jobs(g["model"], "heads", g["heads"], g["seeds"], g["train"],
-                    split_by="seed" if profile == "paper" else None)
+    return aot_sweep_jobs(PAPER if profile == "paper" else QUICK, "heads", profile)
 
 
 def summarize(results) -> HeadsSummary:

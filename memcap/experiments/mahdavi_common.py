@@ -266,17 +266,3 @@ def log_ticks(ax) -> None:
     ys = ys[np.isfinite(ys) & (ys > 0)]
     if ys.size and np.log10(ys.max() / ys.min()) < 2:
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-
-
-def legend_below(ax, key: Sequence = (), *, ncols: int = 2) -> None:
-    """One legend under the figure of ``ax``: the labelled curves of ``ax``, then the style handles
-    ``key`` (a figure legend, so that the layout keeps room for it and for a colour bar)."""
-    from memcap import plotting
-
-    handles, labels = ax.get_legend_handles_labels()
-    handles, labels = list(handles) + list(key), list(labels) + [h.get_label() for h in key]
-    if not handles:
-        raise ValueError("legend_below found nothing to list: no labelled curve and no key")
-    for label in labels:
-        plotting.check_label(label)
-    ax.figure.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(handles)))

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memcap.experiments._grids import mha_jobs
+from memcap.experiments._grids import mha_sweep_jobs
 from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
 from memcap.fits import non_saturated
@@ -42,9 +42,7 @@ QUICK = {
 
 def jobs(profile: str) -> list[dict]:
     """Quick: one stacked job; paper: one job per T (all H and seeds stacked)."""
-    grid = PAPER if profile == "paper" else QUICK
-    return mha_jobs(grid["model"], "heads", grid["heads"], grid["examples"], grid["seeds"], grid["train"],
-                    split_by="examples" if profile == "paper" else None)
+    return mha_sweep_jobs(PAPER if profile == "paper" else QUICK, "heads", profile)
 
 
 def summarize(records: Sequence[dict]) -> dict:

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memcap.experiments._grids import mha_jobs
+from memcap.experiments._grids import mha_sweep_jobs
 from memcap.experiments.mahdavi_common import curves, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
 
@@ -31,9 +31,7 @@ QUICK = {
 
 def jobs(profile: str) -> list[dict]:
     """Quick: one stacked job; paper: one job per T (all n and seeds stacked)."""
-    grid = PAPER if profile == "paper" else QUICK
-    return mha_jobs(grid["model"], "context_size", grid["context_size"], grid["examples"], grid["seeds"],
-                    grid["train"], split_by="examples" if profile == "paper" else None)
+    return mha_sweep_jobs(PAPER if profile == "paper" else QUICK, "context_size", profile)
 
 
 def summarize(records: Sequence[dict]) -> dict:

@@ -69,7 +69,8 @@ def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
     panels = {}
     sizes = {("classification", "heads"): g["classification_examples_heads"],
              ("classification", "context_size"): g["classification_examples_context"],
-             ("regression", "heads"): g["regression_examples"], ("regression", "context_size"): g["regression_examples"]}
+             ("regression", "heads"): g["regression_examples"],
+             ("regression", "context_size"): g["regression_examples"]}
     for task, classes in (("classification", 100), ("regression", None)):
         for axis, fixed in (("heads", {"context_size": g["context_size_for_heads"]}),
                             ("context_size", {"heads": g["heads_for_context"]})):

@@ -57,9 +57,9 @@ def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
         c = curves(records, axis, value="loss", where=where)
         base = next(r for r in records if matches(r, where))
         steps = np.diff(c.mean, axis=1)                                       # (m, k-1)
+        rise = np.maximum(0.0, steps.max(axis=1)) if steps.shape[1] else np.zeros(len(c.examples))
         panels[axis] = {"x": c.x, "examples": c.examples, "mse": c.mean, "low": c.low, "high": c.high,
-                        "seeds": c.seeds, "theory": theory_table(c, base, "mse"),
-                        "worst_rise": np.maximum(0.0, steps.max(axis=1)) if steps.shape[1] else np.zeros(len(c.examples))}
+                        "seeds": c.seeds, "theory": theory_table(c, base, "mse"), "worst_rise": rise}
     return panels
 
 

@@ -2,13 +2,15 @@
 
 A sweep varies one spec field at a time around a base point (:func:`sweep_points`); the capacity jobs
 train every point on a ladder of training-set sizes (:func:`memcap.train.capacity_search`), and
-:func:`measured_curves` turns their results into one :class:`Curve` per axis, averaged over seeds.
-Not an experiment (not in :data:`memcap.experiments.EXPERIMENTS`).
+:func:`measured_curves` turns their results into one :class:`Curve` per axis, averaged over seeds;
+:func:`summarize_sweep` puts an experiment's theories beside them (a :class:`Sweep`) and :func:`ratios`
+divides the measured capacities by one of those theories. Not an experiment (not in
+:data:`memcap.experiments.EXPERIMENTS`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -34,15 +36,15 @@ def sweep_points(base: Mapping[str, int], axes: Mapping[str, Sequence[int]]) -> 
     return points
 
 
-def capacity_jobs(make_spec, base: Mapping[str, int], axes: Mapping[str, Sequence[int]], seeds: Sequence[int],
-                  candidates: Sequence[int], train: Mapping, *, rounds: int, points: int,
-                  split_seeds: bool) -> list[dict]:
-    """Capacity jobs for every sweep point and seed; ``make_spec(point, seed)`` builds the spec. One job
-    (all stacked) or, with ``split_seeds``, one job per seed (for several workers)."""
-    config = TrainConfig(**train)
-    groups = [[s] for s in seeds] if split_seeds else [list(seeds)]
-    return [capacity_job([make_spec(p, s) for s in group for p in sweep_points(base, axes)], candidates,
-                         config, rounds=rounds, points=points) for group in groups]
+def capacity_jobs(make_spec: Callable[[dict, int], Any], grid: Mapping, *, split_seeds: bool) -> list[dict]:
+    """Capacity jobs for every point and seed of a sweep ``grid`` (an experiment's PAPER or QUICK: ``base``,
+    ``axes``, ``seeds``, ``candidates``, ``train``, ``rounds``, ``points``); ``make_spec(point, seed)``
+    builds the spec. One job (all stacked) or, with ``split_seeds``, one job per seed (for several workers)."""
+    config = TrainConfig(**grid["train"])
+    points = sweep_points(grid["base"], grid["axes"])
+    groups = [[s] for s in grid["seeds"]] if split_seeds else [list(grid["seeds"])]
+    return [capacity_job([make_spec(p, s) for s in group for p in points], grid["candidates"], config,
+                         rounds=grid["rounds"], points=grid["points"]) for group in groups]
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,6 @@ class Curve:
     high: np.ndarray
     censored: np.ndarray
     points: tuple[dict, ...]
-
-
-def _point_of(spec: dict, fields: Sequence[str]) -> dict:
-    return {f: spec[f] for f in fields}
 
 
 def measured_curves(capacities: Sequence[Mapping], base: Mapping[str, int],
@@ -93,3 +91,36 @@ def measured_curves(capacities: Sequence[Mapping], base: Mapping[str, int],
         curves[axis] = Curve(axis, np.array(v), np.array(cap), np.array(lo), np.array(hi), np.array(cens),
                              tuple(pts))
     return curves
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Measured curves per axis and the theories at every point (``theory[axis][i]`` for value i of the
+    axis: the experiment's own ``Point``), around the base point ``base``."""
+
+    curves: dict[str, Curve]
+    theory: dict[str, tuple]
+    base: dict
+
+
+def summarize_sweep(capacities: Sequence[Mapping], grid: Mapping,
+                    theory_at: Callable[[dict, float], Any]) -> Sweep:
+    """The :class:`Sweep` of capacity records measured on ``grid`` (``base`` and ``axes``), with
+    ``theory_at(point, capacity)`` at every point of every axis (``capacity``: the mean over seeds)."""
+    curves = measured_curves(capacities, grid["base"], grid["axes"])
+    theory = {axis: tuple(theory_at(p, c) for p, c in zip(curve.points, curve.capacity))
+              for axis, curve in curves.items()}
+    return Sweep(curves, theory, dict(grid["base"]))
+
+
+def ratios(sweep: Sweep, bound: str) -> np.ndarray:
+    """Measured capacity / the count of the theory ``bound`` (a :class:`memcap.synthesis.Bound` field of
+    the experiment's ``Point``, e.g. 'dana' or 'mahdavi') at every distinct point of the sweep, in the
+    order of the axes."""
+    seen, out = [], []
+    for axis, curve in sweep.curves.items():
+        for point, cap, th in zip(curve.points, curve.capacity, sweep.theory[axis]):
+            if point not in seen:
+                seen.append(point)
+                out.append(cap / getattr(th, bound).value)
+    return np.array(out)

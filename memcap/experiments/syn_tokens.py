@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from memcap import synthesis
 from memcap.data import association_task
-from memcap.experiments.syn_common import Curve, capacity_jobs, measured_curves
+from memcap.experiments.syn_common import Sweep, capacity_jobs, summarize_sweep
 from memcap.models import aot_forward, init_aot
 from memcap.synthesis import Bound
 from memcap.train import AoTSpec
@@ -51,9 +50,7 @@ def _spec(point: dict, seed: int) -> AoTSpec:
 
 def jobs(profile: str) -> list[dict]:
     """One capacity search over every point of the sweep (quick); one per seed (paper)."""
-    g = PAPER if profile == "paper" else QUICK
-    return capacity_jobs(_spec, g["base"], g["axes"], g["seeds"], g["candidates"], g["train"],
-                         rounds=g["rounds"], points=g["points"], split_seeds=profile == "paper")
+    return capacity_jobs(_spec, PAPER if profile == "paper" else QUICK, split_seeds=profile == "paper")
 
 
 @dataclass(frozen=True)
@@ -94,31 +91,10 @@ def theory_at(point: dict, measured: int, seed: int = 0) -> Point:
     return Point(dana, T, ok, float((top - others).min()), mahdavi)
 
 
-@dataclass(frozen=True)
-class TokenSweep:
-    """Measured curves per axis and both theories at every point (``theory[axis][i]`` for value i)."""
-
-    curves: dict[str, Curve]
-    theory: dict[str, tuple[Point, ...]]
-    base: dict
-
-
-def summarize(results, profile: str | None = None) -> TokenSweep:
-    """The figure's numbers from ``load_or_run(NAME)`` results (measured curves, bounds, constructions)."""
+def summarize(results, profile: str | None = None) -> Sweep:
+    """The figure's numbers from ``load_or_run(NAME)`` results: measured curves, both bounds and Dana et
+    al.'s construction at every point (a :class:`Point` each); measured / Dana et al.'s count is
+    ``syn_common.ratios(sweep, "dana")``."""
     profile = profile or getattr(results, "profile", "quick")
-    g = PAPER if profile == "paper" else QUICK
-    curves = measured_curves(results.capacities, g["base"], g["axes"])
-    theory = {axis: tuple(theory_at(p, int(round(c))) for p, c in zip(curve.points, curve.capacity))
-              for axis, curve in curves.items()}
-    return TokenSweep(curves, theory, dict(g["base"]))
-
-
-def ratios(sweep: TokenSweep) -> np.ndarray:
-    """Measured capacity / Dana et al.'s count at every distinct point of the sweep."""
-    seen, out = [], []
-    for axis, curve in sweep.curves.items():
-        for point, cap, th in zip(curve.points, curve.capacity, sweep.theory[axis]):
-            if point not in seen:
-                seen.append(point)
-                out.append(cap / th.dana.value)
-    return np.array(out)
+    return summarize_sweep(results.capacities, PAPER if profile == "paper" else QUICK,
+                           lambda point, capacity: theory_at(point, int(round(capacity))))

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from memcap import bounds, synthesis
 from memcap.data import mahdavi_task, sinusoidal_positions
-from memcap.experiments.syn_common import Curve, capacity_jobs, measured_curves
+from memcap.experiments.syn_common import Sweep, capacity_jobs, summarize_sweep
 from memcap.synthesis import Bound
 from memcap.train import MHASpec, mha_forward_stacked
 
@@ -52,9 +51,7 @@ def _spec(point: dict, seed: int) -> MHASpec:
 
 def jobs(profile: str) -> list[dict]:
     """One capacity search over every point of the sweep (quick); one per seed (paper)."""
-    g = PAPER if profile == "paper" else QUICK
-    return capacity_jobs(_spec, g["base"], g["axes"], g["seeds"], g["candidates"], g["train"],
-                         rounds=g["rounds"], points=g["points"], split_seeds=profile == "paper")
+    return capacity_jobs(_spec, PAPER if profile == "paper" else QUICK, split_seeds=profile == "paper")
 
 
 @dataclass(frozen=True)
@@ -90,30 +87,10 @@ def theory_at(point: dict, seed: int = 0) -> Point:
     return Point(mahdavi, T, ok, dana)
 
 
-@dataclass(frozen=True)
-class VectorSweep:
-    """Measured curves per axis and both theories at every point (``theory[axis][i]`` for value i)."""
-
-    curves: dict[str, Curve]
-    theory: dict[str, tuple[Point, ...]]
-    base: dict
-
-
-def summarize(results, profile: str | None = None) -> VectorSweep:
-    """The figure's numbers from ``load_or_run(NAME)`` results (measured curves, bounds, constructions)."""
+def summarize(results, profile: str | None = None) -> Sweep:
+    """The figure's numbers from ``load_or_run(NAME)`` results: measured curves, both bounds and Mahdavi
+    et al.'s construction at every point (a :class:`Point` each); measured / Mahdavi et al.'s count is
+    ``syn_common.ratios(sweep, "mahdavi")``."""
     profile = profile or getattr(results, "profile", "quick")
-    g = PAPER if profile == "paper" else QUICK
-    curves = measured_curves(results.capacities, g["base"], g["axes"])
-    theory = {axis: tuple(theory_at(p) for p in curve.points) for axis, curve in curves.items()}
-    return VectorSweep(curves, theory, dict(g["base"]))
-
-
-def ratios(sweep: VectorSweep) -> np.ndarray:
-    """Measured capacity / Mahdavi et al.'s count at every distinct point of the sweep."""
-    seen, out = [], []
-    for axis, curve in sweep.curves.items():
-        for point, cap, th in zip(curve.points, curve.capacity, sweep.theory[axis]):
-            if point not in seen:
-                seen.append(point)
-                out.append(cap / th.mahdavi.value)
-    return np.array(out)
+    return summarize_sweep(results.capacities, PAPER if profile == "paper" else QUICK,
+                           lambda point, capacity: theory_at(point))

@@ -41,11 +41,10 @@ from memcap._checks import (
     id_tensor,
     module_input,
     nonnegative_int,
-    nonnegative_real,
     positive_int,
     positive_real,
 )
-from memcap.real.transformer import Block, init_normal_, warmup_cosine
+from memcap.real.transformer import Block, _check_config, _layer_count, _train, init_normal_
 
 __all__ = ["MINILM_PACKAGE", "MINILM_MODULE", "GPTConfig", "TinyGPT", "train_language_model", "BertConfig",
            "BertLayer", "BertEncoder", "read_safetensors", "WordPiece", "minilm_dir", "load_minilm"]
@@ -68,14 +67,6 @@ def _ids(name: str, value: object, vocab: int, device: torch.device | None,
     return ids
 
 
-def _layers(value: object, built: int, what: str) -> int:
-    """How many layers to run: None means all ``built``, else an integer in 0..built."""
-    layers = built if value is None else nonnegative_int("layers", value)
-    if layers > built:
-        raise ValueError(f"layers must be in 0..{what} = {built}, got {layers}")
-    return layers
-
-
 # ---------------------------------------------------------------------------------------------------
 # a GPT-like model trained in the book
 
@@ -93,11 +84,7 @@ class GPTConfig:
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        for name in ("vocab", "context", "dim", "heads", "depth", "mlp_ratio"):
-            positive_int(name, getattr(self, name))
-        positive_real("init_std", self.init_std)
-        if self.dim % self.heads:
-            raise ValueError(f"heads must divide dim, got dim = {self.dim}, heads = {self.heads}")
+        _check_config(self, ("vocab", "context", "dim", "heads", "depth", "mlp_ratio"))
 
 
 class TinyGPT(nn.Module):
@@ -126,7 +113,7 @@ class TinyGPT(nn.Module):
 
     def hidden_states(self, tokens: torch.Tensor, layers: int | None = None) -> list[torch.Tensor]:
         """``(N, n, d)`` after the embedding and after each of the first ``layers`` blocks (all if None)."""
-        layers = _layers(layers, self.config.depth, "depth")
+        layers = _layer_count(layers, self.config.depth, "depth")
         states = [self.embed(tokens)]
         for block in self.blocks[:layers]:
             states.append(block(states[-1]))
@@ -146,30 +133,20 @@ def train_language_model(model: TinyGPT, tokens: torch.Tensor, *, steps: int, ba
     token) of every step."""
     if not isinstance(model, TinyGPT):
         raise TypeError(f"model must be a TinyGPT, got {type(model).__name__}")
-    steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
-    lr, weight_decay = positive_real("lr", lr), nonnegative_real("weight_decay", weight_decay)
+    batch_size = positive_int("batch_size", batch_size)
     n = model.config.context
     tokens = _ids("tokens", tokens, model.config.vocab, None, (None,), "(L,)")
     if tokens.numel() <= n:
         raise ValueError(f"tokens must hold more than the context n = {n} tokens, got L = {tokens.numel()}")
-    generator = _resolve.generator(generator)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = warmup_cosine(opt, steps)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        starts = torch.randint(0, tokens.numel() - n, (batch_size,), generator=generator, device=generator.device)
-        index = (starts[:, None] + torch.arange(n + 1, device=starts.device)).to(tokens.device)  # (B, n + 1)
+
+    def batch_loss(generator: torch.Generator) -> torch.Tensor:
+        starts = _resolve.randint(tokens.numel() - n, (batch_size,), generator, tokens.device)
+        index = starts[:, None] + torch.arange(n + 1, device=tokens.device)  # (B, n + 1)
         window = tokens[index].to(model.positions.device)  # (B, n + 1)
         logits = model(window[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return losses
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
+
+    return _train(model, batch_loss, steps=steps, lr=lr, weight_decay=weight_decay, generator=generator)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -257,7 +234,7 @@ class BertEncoder(nn.Module):
         super().__init__()
         if not isinstance(config, BertConfig):
             raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
-        layers = _layers(layers, config.num_hidden_layers, "num_hidden_layers")
+        layers = _layer_count(layers, config.num_hidden_layers, "num_hidden_layers")
         self.config = config
         d = config.hidden_size
         self.word = nn.Embedding(config.vocab_size, d)
@@ -323,7 +300,7 @@ class BertEncoder(nn.Module):
     def hidden_states(self, ids: torch.Tensor, types: torch.Tensor | None = None,
                       layers: int | None = None) -> list[torch.Tensor]:
         """``(N, n, d)`` after the embedding and after each of the first ``layers`` layers (all if None)."""
-        layers = _layers(layers, len(self.layers), "the layers built")
+        layers = _layer_count(layers, len(self.layers), "the layers built")
         states = [self.embed(ids, types)]
         for layer in self.layers[:layers]:
             states.append(layer(states[-1]))

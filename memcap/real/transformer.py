@@ -1,4 +1,6 @@
-"""The transformer pieces shared by the small real-data models (:mod:`memcap.real.vit`, :mod:`memcap.real.textmodels`).
+"""The transformer pieces shared by the small real-data models (:mod:`memcap.real.vit`, :mod:`memcap.real.textmodels`):
+their blocks, their initialisation, the checks of their configs and one training loop (AdamW with
+:func:`warmup_cosine`).
 
 A pre-LayerNorm block as in ViT and GPT-2: ``x + Attention(LN(x))`` then ``x + MLP(LN(x))``, and the
 single attention layer with a skip connection that Mahdavi et al. call "Random Attention" in their
@@ -13,13 +15,22 @@ refuses a tensor on another device or in another dtype than the module's paramet
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from memcap import _resolve
-from memcap._checks import check_bool, check_shape, module_input, positive_int, positive_real
+from memcap._checks import (
+    check_bool,
+    check_shape,
+    module_input,
+    nonnegative_int,
+    nonnegative_real,
+    positive_int,
+    positive_real,
+)
 
 __all__ = ["SelfAttention", "Block", "AttentionWithSkip", "init_normal_", "init_xavier_", "warmup_cosine"]
 
@@ -30,6 +41,23 @@ def _sizes(dim: object, heads: object) -> tuple[int, int]:
     if dim % heads:
         raise ValueError(f"heads must divide dim (d_h = dim / heads), got dim = {dim}, heads = {heads}")
     return dim, heads
+
+
+def _check_config(config: Any, sizes: tuple[str, ...]) -> None:
+    """A model config's fields ``sizes`` are positive integers (``dim`` and ``heads`` among them, with
+    ``heads`` dividing ``dim``) and its ``init_std`` is a positive real; anything else raises naming the field."""
+    for name in sizes:
+        positive_int(name, getattr(config, name))
+    positive_real("init_std", config.init_std)
+    _sizes(config.dim, config.heads)
+
+
+def _layer_count(value: object, built: int, what: str) -> int:
+    """How many layers to run: None means all ``built``, else an integer in 0..built (``what`` names built)."""
+    layers = built if value is None else nonnegative_int("layers", value)
+    if layers > built:
+        raise ValueError(f"layers must be in 0..{what} = {built}, got {layers}")
+    return layers
 
 
 def _tokens_input(module: nn.Module, x: object, dim: int) -> torch.Tensor:
@@ -147,7 +175,15 @@ def init_xavier_(module: nn.Module, generator: torch.Generator | None = None) ->
 
 def warmup_cosine(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """Learning-rate schedule of the small models: linear warm-up over the first 5 % of ``steps``, then a
-    cosine decay to 0 at ``steps`` (call ``.step()`` once per optimizer step)."""
+    cosine decay to 0 at ``steps`` (call ``.step()`` once per optimizer step).
+
+    With W = max(1, steps // 20), step k has factor min(1, (k + 1) / W) * (1 + cos(pi k / steps)) / 2.
+    The training engine's 'warmup_cosine' (:func:`memcap.train.lr_factor`, Mahdavi et al.'s
+    code) has the same warm-up length but ramps from 0.01 and starts its cosine after the warm-up; the
+    two differ by at most (pi / 2) W / steps after the warm-up (tests/test_real_models.py). They stay
+    two: this one trains the real-models chapter's ViT and GPT, the engine's is pinned by ENGINE_VERSION
+    to the authors' code, and making either the other would change results that neither needs changed.
+    """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     steps = positive_int("steps", steps)
@@ -157,3 +193,26 @@ def warmup_cosine(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.l
         return min(1.0, (step + 1) / warm) * 0.5 * (1.0 + math.cos(math.pi * min(step, steps) / steps))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def _train(model: nn.Module, batch_loss: Callable[[torch.Generator], torch.Tensor], *, steps: object,
+           lr: object, weight_decay: object, generator: torch.Generator | None) -> list[float]:
+    """The training loop of the small models: ``steps`` AdamW steps on ``batch_loss(generator)`` (the loss
+    of one random mini-batch, drawn from ``generator``; None: a fresh one seeded with 0) with the rate of
+    :func:`warmup_cosine`. Leaves ``model`` in eval mode; returns the loss of every step."""
+    steps, lr = positive_int("steps", steps), positive_real("lr", lr)
+    weight_decay = nonnegative_real("weight_decay", weight_decay)
+    generator = _resolve.generator(generator)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = warmup_cosine(opt, steps)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        loss = batch_loss(generator)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses

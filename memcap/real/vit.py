@@ -28,12 +28,9 @@ from memcap._checks import (
     float_input,
     id_tensor,
     module_input,
-    nonnegative_int,
-    nonnegative_real,
     positive_int,
-    positive_real,
 )
-from memcap.real.transformer import Block, init_normal_, warmup_cosine
+from memcap.real.transformer import Block, _check_config, _layer_count, _train, init_normal_
 
 __all__ = ["ViTConfig", "patchify", "TinyViT", "accuracy", "train_classifier"]
 
@@ -54,14 +51,10 @@ class ViTConfig:
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        for name in ("image_size", "patch", "channels", "dim", "heads", "depth", "mlp_ratio", "classes"):
-            positive_int(name, getattr(self, name))
-        positive_real("init_std", self.init_std)
+        _check_config(self, ("image_size", "patch", "channels", "dim", "heads", "depth", "mlp_ratio", "classes"))
         if self.image_size % self.patch:
             raise ValueError(f"patch must divide image_size, got patch = {self.patch}, "
                              f"image_size = {self.image_size}")
-        if self.dim % self.heads:
-            raise ValueError(f"heads must divide dim, got dim = {self.dim}, heads = {self.heads}")
 
     @property
     def patches(self) -> int:
@@ -130,9 +123,7 @@ class TinyViT(nn.Module):
     def hidden_states(self, images: torch.Tensor, layers: int | None = None) -> list[torch.Tensor]:
         """Token matrices ``(N, n, d)`` after the embedding and after each of the first ``layers`` blocks
         (all blocks when ``None``): a list of ``layers + 1`` tensors."""
-        layers = self.config.depth if layers is None else nonnegative_int("layers", layers)
-        if not 0 <= layers <= self.config.depth:
-            raise ValueError(f"layers must be in 0..depth = {self.config.depth}, got {layers}")
+        layers = _layer_count(layers, self.config.depth, "depth")
         states = [self.embed(images)]
         for block in self.blocks[:layers]:
             states.append(block(states[-1]))
@@ -184,22 +175,11 @@ def train_classifier(model: nn.Module, inputs: torch.Tensor, labels: torch.Tenso
     ``labels`` ``(N,)`` drawn from ``generator`` (None: a fresh one seeded with 0), the learning rate
     warmed up over the first 5 % of ``steps`` then decayed to 0 by a cosine. Returns the loss of every
     step."""
-    steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
-    lr, weight_decay = positive_real("lr", lr), nonnegative_real("weight_decay", weight_decay)
+    batch_size = positive_int("batch_size", batch_size)
     inputs, labels = _examples(model, inputs, labels)
-    generator = _resolve.generator(generator)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = warmup_cosine(opt, steps)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        idx = torch.randint(0, len(labels), (batch_size,), generator=generator,
-                            device=generator.device).to(labels.device)
-        loss = F.cross_entropy(model(inputs[idx]), labels[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return losses
+
+    def batch_loss(generator: torch.Generator) -> torch.Tensor:
+        idx = _resolve.randint(len(labels), (batch_size,), generator, labels.device)
+        return F.cross_entropy(model(inputs[idx]), labels[idx])
+
+    return _train(model, batch_loss, steps=steps, lr=lr, weight_decay=weight_decay, generator=generator)

@@ -46,11 +46,10 @@ module                          what it holds
 ``memcap.train.authors``        the papers' own training recipes, for ``python -m memcap bench`` only
 ==============================  =============================================================================
 
-Everything a user needs is importable from ``memcap.train`` itself (the names of ``__all__``).
+Everything a user needs is importable from ``memcap.train`` itself (the names of ``__all__``, documented
+there); each keeps the name of the module that defines it (``memcap.train.specs.MHASpec``, ...).
 """
 from __future__ import annotations
-
-import numpy as np  # noqa: F401  (the annotations of TrainResult, re-homed below, are resolved in this namespace)
 
 from memcap.train import schedule, specs
 from memcap.train.capacity import CapacityResult, capacity_search
@@ -58,13 +57,8 @@ from memcap.train.config import TrainConfig
 from memcap.train.forward import aot_forward_stacked, mha_forward_stacked
 from memcap.train.inspection import trained_attention
 from memcap.train.loop import TrainResult, group_by_shape, train_models
-
-# The engine's internals under the names they had in the single-file ``memcap.train`` (tests build stacks
-# by hand with them); not part of the API.
-from memcap.train.prepare import init_one as _init_one  # noqa: E402,F401
 from memcap.train.schedule import lr_factor
 from memcap.train.specs import AoTSpec, MHASpec, spec_from_dict
-from memcap.train.stack import Stack as _Stack  # noqa: E402,F401
 
 Spec = specs.Spec
 """Any model spec: an :class:`MHASpec` or an :class:`AoTSpec` (:func:`train_models` takes a sequence of them)."""
@@ -78,11 +72,3 @@ __all__ = [
     "mha_forward_stacked", "aot_forward_stacked", "TrainResult", "group_by_shape", "train_models",
     "CapacityResult", "capacity_search", "trained_attention",
 ]
-
-# The public names say they live in ``memcap.train``, where users import them from: the reference appendix
-# documents (and cross-references) them there, and pickles refer to the stable path.
-for _name in __all__:
-    _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith("memcap.train."):
-        _obj.__module__ = __name__
-del _name, _obj

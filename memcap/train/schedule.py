@@ -30,7 +30,9 @@ def lr_factor(step: torch.Tensor | int, total_steps: torch.Tensor | int, *, sche
     'warmup_cosine' (Mahdavi et al.'s code): W = floor(warmup_fraction * total) warm-up steps rising
     linearly from ``start_factor`` to 1, then 0.5 (1 + cos(pi (step - W) / (total - W))) down to 0 at
     step = total. 'constant': 1 (Dana et al. use Adam's default rate throughout). Works elementwise on
-    tensors, so a stack of models with different ``total_steps`` gets one factor per model.
+    tensors, so a stack of models with different ``total_steps`` gets one factor per model. The small
+    real-data models use :func:`memcap.real.transformer.warmup_cosine` instead, which ramps from 1/W and
+    decays over all steps; the two are compared in tests/test_real_models.py.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
