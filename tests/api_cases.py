@@ -355,6 +355,7 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.textbook.page.table": "rows of cells and column names (strings)",
     "memcap.textbook.page.prose_list": "a list of items (strings)",
     "memcap.textbook.page.glue_md": "a key and a Markdown string, each refused when empty (tests/test_book_helpers.py)",
+    "memcap.textbook.page.figure_svg": "a Matplotlib figure, refused otherwise (tests/test_book_helpers.py)",
     "memcap.textbook.page.glue_figure": "a key and a Matplotlib figure, each refused otherwise "
                                         "(tests/test_book_helpers.py)",
     # which experiment size runs

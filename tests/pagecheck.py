@@ -217,6 +217,13 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
                 problems.append(f"image {name} is not a numbered, captioned figure (use glue:figure with :name:)")
             if not img["alt"] or re.search(r"\.(png|jpe?g|svg)$|_images/|^\.\./", img["alt"]):
                 problems.append(f"image {name} has no alt text or a file path as alt text: {img['alt']!r}")
+            if not img["src"].endswith(".svg") and img["natural"] < 2 * img["shown"]:
+                problems.append(f"figure {name} is a raster image with fewer than 2 pixels per pixel shown "
+                                f"({img['natural']} for {img['shown']}): soft on high-density screens (serve SVG)")
+            small = _smallest_text_px(base, doc, img)
+            if small is not None and small < MIN_FIGURE_TEXT_PX:
+                problems.append(f"figure {name} shows its smallest text at {small:.1f} px at {width} px "
+                                f"(< {MIN_FIGURE_TEXT_PX}): {img['caption'][:40]}")
             if width == DESKTOP:
                 if img["right"] > 1:
                     problems.append(f"figure {name} sticks out of the text column by {img['right']:.0f} px")
@@ -251,6 +258,25 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
     finally:
         context.close()
     return report
+
+
+MIN_FIGURE_TEXT_PX = 9
+"""The smallest text a figure may show, in CSS pixels, at either width."""
+_FONT_MARK = re.compile(r'<!-- memcap-figure min-font-px="([0-9.]+)" -->')
+
+
+def _smallest_text_px(base: str, doc: str, img: dict) -> float | None:
+    """The smallest text of an SVG figure as shown: the size marked by memcap.textbook.page.figure_svg,
+    scaled by shown / natural width. None for an image without the mark (a raster image)."""
+    import urllib.parse
+    import urllib.request
+
+    url = urllib.parse.urljoin(f"{base}/{doc}.html", img["src"])
+    if not url.endswith(".svg") or not img["natural"]:
+        return None
+    with urllib.request.urlopen(url) as answer:  # noqa: S310  (the local test server)
+        found = _FONT_MARK.search(answer.read(4096).decode("utf-8", "replace"))
+    return float(found.group(1)) * img["shown"] / img["natural"] if found else None
 
 
 def broken_links(links: set[str]) -> list[str]:

@@ -116,3 +116,24 @@ def test_glue_figure_closes_the_figure_it_glues(capsys):
     fig = plt.figure()
     book.glue_figure("key", fig)
     assert not plt.fignum_exists(fig.number)
+
+
+def test_figure_svg_is_sized_in_css_pixels_and_marks_its_smallest_text():
+    import re
+
+    import matplotlib.pyplot as plt
+
+    from memcap import plotting
+
+    fig, ax = plotting.figure()
+    ax.plot([0, 1], [0, 1])
+    ax.annotate("small", (0.5, 0.5), fontsize=6)
+    plotting.finish(ax, xlabel="x", ylabel="y", legend=False)
+    svg = book.figure_svg(fig)
+    width = float(re.search(r'<svg[^>]* width="([0-9.]+)px"', svg).group(1))
+    assert abs(width - plotting.WIDTH * plotting.DPI) < 1          # as wide as the PNG it replaces
+    mark = float(re.search(r'<!-- memcap-figure min-font-px="([0-9.]+)" -->', svg).group(1))
+    assert mark == pytest.approx(6 * plotting.DPI / 72, abs=0.01)  # the 6-pt annotation, in those pixels
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure"):
+        book.figure_svg(ax)
+    plt.close("all")

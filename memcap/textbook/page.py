@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from memcap.notation import sci
 
-__all__ = ["expect_refusal", "table", "glue_sci", "glue_md", "glue_figure", "prose_list"]
+__all__ = ["expect_refusal", "table", "glue_sci", "glue_md", "glue_figure", "figure_svg", "prose_list"]
 
 
 def _describe(value: Any) -> str:
@@ -155,16 +155,42 @@ def glue_md(name: str, text: str) -> None:
     glue(name, Markdown(text), display=False)
 
 
-def glue_figure(name: str, fig) -> None:
-    """Hand the Matplotlib figure ``fig`` to myst-nb's ``glue`` under ``name`` and close it, so that it is
-    drawn once, where the chapter's ``{glue:figure}`` directive places it (with its number and caption)."""
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty str (the key the chapter's glue:figure names), got {name!r}")
-    import matplotlib.pyplot as plt
+def figure_svg(fig) -> str:
+    """``fig`` as SVG text, sized in CSS pixels at the figure's own dpi (so it shows as large as the PNG it
+    replaces) and marked with the smallest font of its visible text, in those pixels, as
+    ``<!-- memcap-figure min-font-px="..." -->`` (the browser check scales it to the width shown).
+    """
+    import io
+
     from matplotlib.figure import Figure
-    from myst_nb import glue
+    from matplotlib.text import Text
 
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    glue(name, fig, display=False)
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    svg = buffer.getvalue()
+    px = fig.dpi / 72  # matplotlib writes pt; a CSS px is 1/96 in, the figure's pixel 1/dpi in
+    head, body = svg.split("<svg", 1)
+    attributes, rest = body.split(">", 1)
+    attributes = re.sub(r'(width|height)="([0-9.]+)pt"',
+                        lambda m: f'{m.group(1)}="{float(m.group(2)) * px:.1f}px"', attributes)
+    mark = f'<!-- memcap-figure min-font-px="{min(sizes) * px if sizes else 0:.2f}" -->'
+    return f"{head}<svg{attributes}>{mark}{rest}"
+
+
+def glue_figure(name: str, fig) -> None:
+    """Hand the Matplotlib figure ``fig`` to myst-nb's ``glue`` under ``name``, as SVG (:func:`figure_svg`:
+    sharp at any zoom and on high-density screens), and close it, so that it is drawn once, where the
+    chapter's ``{glue:figure}`` directive places it (with its number and caption)."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str (the key the chapter's glue:figure names), got {name!r}")
+    import matplotlib.pyplot as plt
+    from IPython.display import SVG
+    from myst_nb import glue
+
+    svg = figure_svg(fig)
+    glue(name, SVG(data=svg), display=False)
     plt.close(fig)
