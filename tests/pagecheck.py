@@ -275,7 +275,7 @@ def _smallest_text_px(base: str, doc: str, img: dict) -> float | None:
     if not url.endswith(".svg") or not img["natural"]:
         return None
     with urllib.request.urlopen(url) as answer:  # noqa: S310  (the local test server)
-        found = _FONT_MARK.search(answer.read(4096).decode("utf-8", "replace"))
+        found = _FONT_MARK.search(answer.read().decode("utf-8", "replace"))
     return float(found.group(1)) * img["shown"] / img["natural"] if found else None
 
 
