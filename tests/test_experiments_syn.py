@@ -63,6 +63,23 @@ def test_measured_curves_average_seeds_and_flag_censoring():
         syn_common.measured_curves(caps, base, {"heads": [8]})
 
 
+def test_distinct_points_list_the_base_once_and_describe_reads_them():
+    base, axes = {"vocab": 8, "seq_len": 2, "dim": 4, "head_dim": 2, "heads": 2}, {"heads": [1, 2], "dim": [4, 6]}
+    caps = _capacities(syn_tokens._spec, base, axes, lambda p, s: 10 * p["heads"] + p["dim"])
+    theory = SimpleNamespace(dana=SimpleNamespace(value=4))
+    sweep = syn_common.summarize_sweep(caps, {"base": base, "axes": axes}, lambda p, c: theory)
+    points = syn_common.distinct_points(sweep)
+    assert [p for p, _, _ in points] == [{**base, "heads": 1}, base, {**base, "dim": 6}]   # base once
+    assert [c for _, c, _ in points] == [14.0, 24.0, 26.0]
+    assert syn_common.ratios(sweep, "dana").tolist() == [3.5, 6.0, 6.5]
+    assert syn_common.describe_point(base) == "$H = 2$, $d_h = 2$, $d = 4$, $S = 2$"
+    assert syn_common.describe_point({"context_size": 3, "vocab": 9}) == "$n = 3$"
+    with pytest.raises(TypeError, match="Sweep"):
+        syn_common.distinct_points(points)
+    with pytest.raises(TypeError, match="mapping"):
+        syn_common.describe_point([("heads", 2)])
+
+
 def test_token_summary_puts_both_theories_beside_the_measurements():
     g = syn_tokens.QUICK
     caps = _capacities(syn_tokens._spec, g["base"], g["axes"], lambda p, s: 20 * p["heads"])

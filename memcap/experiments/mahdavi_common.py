@@ -197,9 +197,9 @@ def plot_curves(ax, x: Sequence[float], values: np.ndarray, theory: np.ndarray, 
     """Draw measured curves (m, k) over ``x``, one per T in ``examples``, each with its Theorem 1 line
     (dashed, same colour) and, if given, its fitted line (dotted, only over ``fit_x[i]``).
 
-    One T: the measured curve is labelled ``$T = ...$`` for the legend. Several: the colours run light to
-    dark with T and a colour bar beside the panel names them (a legend of many T would not fit a
-    half-width panel). :func:`style_key` explains the line styles. ``yerr`` (m, 2, k): error bars.
+    Each measured curve is labelled ``$T = ...$`` for the legend (with several T the colours run light
+    to dark with T), so that a legend, not a colour bar, names them; :func:`style_key` explains the line
+    styles. ``yerr`` (m, 2, k): error bars.
     """
     from memcap import plotting
 
@@ -208,32 +208,16 @@ def plot_curves(ax, x: Sequence[float], values: np.ndarray, theory: np.ndarray, 
         raise ValueError(f"values and theory must have shape (len(examples), len(x)) = ({len(examples)}, "
                          f"{len(x)}), got {values.shape} and {theory.shape}")
     colors = curve_colors(len(examples))
-    single = len(examples) == 1
     for i, T in enumerate(examples):
         err = None if yerr is None else yerr[i]
-        label = f"$T = {_thousands(T)}$" if single else None
-        plotting.measured(ax, x, values[i], label, color=colors[i], yerr=err)
+        plotting.measured(ax, x, values[i], f"$T = {_thousands(T)}$", color=colors[i], yerr=err)
         plotting.theory_line(ax, x, theory[i], None, color=colors[i], linewidth=1.3)
         if fits is not None and fits[i] is not None:
             plotting.fit_line(ax, fit_x[i], fits[i], None, color=colors[i])
-    if not single:
-        examples_bar(ax, examples, colors)
 
 
 def _thousands(T: int) -> str:
     return f"{int(T):,}".replace(",", r"\,")
-
-
-def examples_bar(ax, examples: Sequence[int], colors: Sequence[str]) -> None:
-    """A discrete colour bar beside ``ax`` naming the T of each colour."""
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import BoundaryNorm, ListedColormap
-
-    edges = np.arange(len(examples) + 1) - 0.5
-    scale = ScalarMappable(BoundaryNorm(edges, len(colors)), ListedColormap(list(colors)))
-    bar = ax.figure.colorbar(scale, ax=ax, ticks=np.arange(len(examples)), aspect=30, pad=0.02)
-    bar.ax.set_yticklabels([f"{int(T):,}".replace(",", "\u2009") for T in examples])
-    bar.set_label("examples $T$")
 
 
 def style_key(*, fit: bool = False, regression: bool = False, theory: str | None = None) -> list:

@@ -3,9 +3,9 @@
 A sweep varies one spec field at a time around a base point (:func:`sweep_points`); the capacity jobs
 train every point on a ladder of training-set sizes (:func:`memcap.train.capacity_search`), and
 :func:`measured_curves` turns their results into one :class:`Curve` per axis, averaged over seeds;
-:func:`summarize_sweep` puts an experiment's theories beside them (a :class:`Sweep`) and :func:`ratios`
-divides the measured capacities by one of those theories. Not an experiment (not in
-:data:`memcap.experiments.EXPERIMENTS`).
+:func:`summarize_sweep` puts an experiment's theories beside them (a :class:`Sweep`), :func:`distinct_points`
+lists each point once and :func:`ratios` divides the measured capacities by one of those theories. Not an
+experiment (not in :data:`memcap.experiments.EXPERIMENTS`).
 """
 from __future__ import annotations
 
@@ -113,14 +113,33 @@ def summarize_sweep(capacities: Sequence[Mapping], grid: Mapping,
     return Sweep(curves, theory, dict(grid["base"]))
 
 
-def ratios(sweep: Sweep, bound: str) -> np.ndarray:
-    """Measured capacity / the count of the theory ``bound`` (a :class:`memcap.synthesis.Bound` field of
-    the experiment's ``Point``, e.g. 'dana' or 'mahdavi') at every distinct point of the sweep, in the
-    order of the axes."""
+def distinct_points(sweep: Sweep) -> list[tuple[dict, float, Any]]:
+    """``(point, capacity, theory)`` once per distinct point of ``sweep``, in the order of its axes (the base
+    point lies on every axis and is listed once)."""
+    if not isinstance(sweep, Sweep):
+        raise TypeError(f"sweep must be a syn_common.Sweep, got {type(sweep).__name__}")
     seen, out = [], []
     for axis, curve in sweep.curves.items():
         for point, cap, th in zip(curve.points, curve.capacity, sweep.theory[axis]):
             if point not in seen:
                 seen.append(point)
-                out.append(cap / getattr(th, bound).value)
-    return np.array(out)
+                out.append((point, float(cap), th))
+    return out
+
+
+POINT_SYMBOLS = (("heads", "H"), ("head_dim", "d_h"), ("context_size", "n"), ("dim", "d"), ("seq_len", "S"))
+
+
+def describe_point(point: Mapping[str, int]) -> str:
+    """A sweep point in math for prose and tables: ``{"heads": 2, "dim": 8}`` -> '$H = 2$, $d = 8$' (only
+    the fields of :data:`POINT_SYMBOLS`, in that order)."""
+    if not isinstance(point, Mapping):
+        raise TypeError(f"point must be a mapping of spec fields, got {type(point).__name__}")
+    return ", ".join(f"${s} = {point[k]}$" for k, s in POINT_SYMBOLS if k in point)
+
+
+def ratios(sweep: Sweep, bound: str) -> np.ndarray:
+    """Measured capacity / the count of the theory ``bound`` (a :class:`memcap.synthesis.Bound` field of
+    the experiment's ``Point``, e.g. 'dana' or 'mahdavi') at every distinct point of the sweep
+    (:func:`distinct_points`)."""
+    return np.array([cap / getattr(th, bound).value for _, cap, th in distinct_points(sweep)])

@@ -1,0 +1,103 @@
+"""The tables of the experiment chapters that compare the paper's grid (``PAPER``) with the quick one (``QUICK``).
+
+Each function takes the figure modules (each with ``LABEL``, ``PAPER`` and ``QUICK``, see
+:mod:`memcap.experiments`) and returns a :class:`GridTable`, whose rows hold Markdown cells (math allowed)
+for :func:`memcap.textbook.page.table`; the chapter shows it with
+``table(t.rows, t.header, align=t.align)``.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import NamedTuple, Sequence
+
+NBSP = "\u00a0"                     # no line break after "Fig."
+
+DANA_SYMBOLS = {"vocab": "N", "dim": "d", "head_dim": "d_h", "heads": "H", "dims": "d = d_h", "seq_len": "S"}
+
+
+class GridTable(NamedTuple):
+    """Rows of Markdown cells, the column names, and one alignment letter per column."""
+
+    rows: list[list]
+    header: list[str]
+    align: str
+
+
+def _checked(figures: Sequence[ModuleType]) -> list[ModuleType]:
+    figures = list(figures) if isinstance(figures, (list, tuple)) else figures
+    if not isinstance(figures, list) or not figures:
+        raise TypeError(f"figures must be a non-empty list or tuple of figure modules, got {figures!r}")
+    for m in figures:
+        missing = [a for a in ("LABEL", "PAPER", "QUICK") if not hasattr(m, a)]
+        if missing:
+            raise TypeError(f"figures must be figure modules with LABEL, PAPER and QUICK; {m!r} lacks "
+                            f"{', '.join(missing)}")
+    return figures
+
+
+def figure_name(label: str) -> str:
+    """A figure label's paper name: 'mha-fig-2a' -> 'Fig. 2(a)', 'aot-fig-3' -> 'Fig. 3' (no-break space)."""
+    if not isinstance(label, str) or "-fig-" not in label or not label.rsplit("-", 1)[1]:
+        raise ValueError(f"label must look like 'mha-fig-2a', got {label!r}")
+    key = label.rsplit("-", 1)[1]
+    name = f"{key[0]}({key[1]})" if len(key) == 2 else key
+    return f"Fig.{NBSP}{name}"
+
+
+def _arrow(paper, quick, fmt: str = "{:,}") -> str:
+    """'$64 \\to 16$', thousands separated by thin spaces."""
+    return f"${fmt.format(paper)} \\to {fmt.format(quick)}$".replace(",", r"\,")
+
+
+def _sizes(grid: dict) -> str:
+    """The range of the dataset sizes T of a Mahdavi grid (every field named '...examples...')."""
+    ts = [t for k, v in grid.items() if "examples" in k for t in (v.values() if isinstance(v, dict) else v)]
+    low, high = f"{min(ts):,}", f"{max(ts):,}"
+    return (low if low == high else f"{low}–{high}").replace(",", " ")
+
+
+def mahdavi_profiles(figures: Sequence[ModuleType]) -> GridTable:
+    """One row per Mahdavi et al. figure: d, the range of T, Adam steps, learning rate and seeds, each as
+    'paper -> quick'."""
+    rows = []
+    for m in _checked(figures):
+        p, q = m.PAPER, m.QUICK
+        rows.append([figure_name(m.LABEL), _arrow(p["model"]["dim"], q["model"]["dim"]),
+                     f"{_sizes(p)} → {_sizes(q)}", _arrow(p["train"]["steps"], q["train"]["steps"]),
+                     _arrow(p["train"]["lr"], q["train"]["lr"], "{:g}"), _arrow(len(p["seeds"]), len(q["seeds"]))])
+    return GridTable(rows, ["figure", "$d$", "$T$", "Adam steps", "learning rate", "seeds"], "lrrrrr")
+
+
+def _values(v: list) -> str:
+    """All values of a short list, else the first two, dots and the last."""
+    shown = v if len(v) <= 6 else [v[0], v[1], "\\dots", v[-1]]
+    return ", ".join(str(x) for x in shown)
+
+
+def _fixed(config: dict) -> str:
+    """The model fields a Dana et al. grid keeps fixed (the sequence length is the same everywhere)."""
+    return ", ".join(f"${DANA_SYMBOLS[k]} = {v}$" for k, v in config["model"].items() if k != "seq_len")
+
+
+def _swept(config: dict) -> str:
+    """The swept values of a Dana et al. grid."""
+    return ", ".join(f"${DANA_SYMBOLS[k]} \\in \\{{{_values(v)}\\}}$" for k, v in config.items()
+                     if k in DANA_SYMBOLS and isinstance(v, list) and len(v) > 1)
+
+
+def _recipe(config: dict) -> list:
+    """Steps, batch (or 'full'), learning rate and number of seeds of a grid."""
+    t = config["train"]
+    batch = "full" if t["batch_size"] is None else t["batch_size"]
+    return [f"${t['steps']:,}$".replace(",", "\\,"), batch, f"{t['lr']:g}", len(config["seeds"])]
+
+
+def dana_profiles(figures: Sequence[ModuleType]) -> GridTable:
+    """Two rows per Dana et al. figure (its paper grid, then the quick one): the fixed model fields, the
+    swept values, steps, batch, learning rate and seeds. Figure and profile share one column, so that the
+    table fits the text column."""
+    rows = []
+    for m in _checked(figures):
+        rows.append([f"{figure_name(m.LABEL)} paper", _fixed(m.PAPER), _swept(m.PAPER), *_recipe(m.PAPER)])
+        rows.append(["quick", _fixed(m.QUICK), _swept(m.QUICK), *_recipe(m.QUICK)])
+    return GridTable(rows, ["figure, profile", "fixed", "swept", "steps", "batch", "lr", "seeds"], "lllrrrr")

@@ -1,0 +1,67 @@
+"""The paper-against-quick grid tables of the experiment chapters (memcap.experiments.grid_tables)."""
+from types import SimpleNamespace
+
+import pytest
+
+from memcap.experiments import dana_fig1a, dana_fig2b, grid_tables, mahdavi_fig2a, mahdavi_fig3
+
+
+def _mha(label, paper_T, quick_T, seeds=(0,)):
+    def grid(dim, T, steps, lr):
+        return {"model": {"dim": dim}, "examples": T, "train": {"steps": steps, "lr": lr}, "seeds": list(seeds)}
+    return SimpleNamespace(LABEL=label, PAPER=grid(64, paper_T, 50_000, 1e-3), QUICK=grid(16, quick_T, 2_000, 0.01))
+
+
+def test_figure_name_reads_the_label():
+    assert grid_tables.figure_name("mha-fig-2a") == "Fig.\u00a02(a)"
+    assert grid_tables.figure_name("aot-fig-3") == "Fig.\u00a03"
+    for bad in ("fig2a", "mha-fig-", 3):
+        with pytest.raises(ValueError, match="label"):
+            grid_tables.figure_name(bad)
+
+
+def test_mahdavi_rows_show_paper_then_quick():
+    t = grid_tables.mahdavi_profiles([_mha("mha-fig-2a", [1000, 25_600], [300]), _mha("mha-fig-5", [800], [800])])
+    assert t.header[0] == "figure" and len(t.align) == len(t.header) == len(t.rows[0])
+    assert t.rows[0] == ["Fig.\u00a02(a)", r"$64 \to 16$", "1 000–25 600 → 300", r"$50\,000 \to 2\,000$",
+                         r"$0.001 \to 0.01$", r"$1 \to 1$"]
+    assert t.rows[1][2] == "800 → 800"                   # one T: no range
+    # T given per number of heads (a dict, as in Fig. 3's grid)
+    fig3 = _mha("mha-fig-3", {4: 550, 8: 1300}, {4: 120, 8: 250})
+    assert grid_tables.mahdavi_profiles([fig3]).rows[0][2] == "550–1 300 → 120–250"
+
+
+def test_mahdavi_rows_of_the_real_grids():
+    t = grid_tables.mahdavi_profiles((mahdavi_fig2a, mahdavi_fig3))
+    assert [r[0] for r in t.rows] == ["Fig.\u00a02(a)", "Fig.\u00a03"]
+    dims = (mahdavi_fig2a.PAPER["model"]["dim"], mahdavi_fig2a.QUICK["model"]["dim"])
+    assert t.rows[0][1] == f"${dims[0]} \\to {dims[1]}$"
+
+
+def test_dana_rows_pair_each_paper_grid_with_its_quick_one():
+    t = grid_tables.dana_profiles([dana_fig1a, dana_fig2b])
+    assert len(t.rows) == 4 and [r[0] for r in t.rows[1::2]] == ["quick", "quick"]
+    assert t.rows[0][0] == "Fig.\u00a01(a) paper" and t.rows[2][0] == "Fig.\u00a02(b) paper"
+    assert len(t.align) == len(t.header) == len(t.rows[0])
+    for row, grid in zip(t.rows, (dana_fig1a.PAPER, dana_fig1a.QUICK)):
+        batch = grid["train"]["batch_size"]
+        assert row[4] == ("full" if batch is None else batch) and row[6] == len(grid["seeds"])
+    assert "S =" not in t.rows[0][1]                      # the sequence length is the same everywhere
+
+
+def test_dana_long_sweeps_are_shortened():
+    grid = {"model": {"vocab": 32, "dim": 8, "seq_len": 2}, "heads": list(range(1, 11)), "dims": [4],
+            "train": {"steps": 12_000, "batch_size": None, "lr": 0.003}, "seeds": [0, 1]}
+    row = grid_tables.dana_profiles([SimpleNamespace(LABEL="aot-fig-1a", PAPER=grid, QUICK=grid)]).rows[0]
+    assert row[1] == "$N = 32$, $d = 8$"
+    assert row[2] == r"$H \in \{1, 2, \dots, 10\}$"       # a one-value list is not a sweep
+    assert row[3:] == [r"$12\,000$", "full", "0.003", 2]
+
+
+def test_bad_figures_are_refused():
+    with pytest.raises(TypeError, match="non-empty"):
+        grid_tables.mahdavi_profiles([])
+    with pytest.raises(TypeError, match="QUICK"):
+        grid_tables.dana_profiles([SimpleNamespace(LABEL="aot-fig-1a", PAPER={})])
+    with pytest.raises(TypeError, match="figures"):
+        grid_tables.dana_profiles(dana_fig1a)
