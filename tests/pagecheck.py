@@ -146,7 +146,11 @@ _MEASURE = r"""() => {
   // every local link, the student edition's included (test_every_local_link_answers)
   const links = [...document.querySelectorAll('a[href]')].map(a => a.href)
       .filter(h => h.startsWith(location.origin));
-  return {raw, overflow, shrunk, hidden, images, duplicates, titles, links,
+  // glued text set apart from its sentence (bold where the sentence is not)
+  const loud = [...art.querySelectorAll('span.pasted-text')].filter(e =>
+      Number(getComputedStyle(e).fontWeight) > Number(getComputedStyle(e.parentElement).fontWeight))
+      .map(e => short(e.textContent)).slice(0, 3);
+  return {raw, overflow, shrunk, hidden, loud, images, duplicates, titles, links,
           hasMath: !!art.querySelector('span.math, div.math'),
           typeset: art.querySelectorAll('mjx-container').length,
           figureAsText: art.innerText.includes('<Figure size'),
@@ -235,6 +239,8 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
                 problems.append(f"{tag} is wider than its box ({need} > {have} px): {text!r}")
             for text in m["shrunk"]:
                 problems.append(f"display equation too wide for the desktop column (break it): {text!r}")
+        if m["loud"]:
+            problems.append(f"glued text bolder than its sentence: {m['loud']}")
         for box, cut, text in m["hidden"]:
             problems.append(f"math cut off by a box that hides overflow ({box}, {cut} px lost): {text!r}")
         if m["pageWidth"] > m["viewport"] + 1:
