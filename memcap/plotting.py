@@ -15,7 +15,8 @@ Colours carry one meaning throughout the book:
 
 When a figure shows one curve per value of a parameter (a dataset size T, a width d), use
 :func:`series_colors`, which orders the colours light to dark with the parameter. Fitted lines are drawn by
-:func:`fit_line` (dotted, in the legend, only over the range they were fitted on). Labels must typeset
+:func:`fit_line` (dotted, in the legend, only over the range they were fitted on). Where a panel has only
+a few lines, :func:`label_line` names each at its end, in its colour, instead of a legend. Labels must typeset
 their symbols as math (``"$d_h$"``, ``"$\\le$"``): :func:`finish` refuses ``d_h`` or ``<=`` outside
 ``$...$``, so a raw symbol cannot reach a page.
 """
@@ -31,7 +32,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 __all__ = ["THEORY", "MEASURED", "CONSTRUCTED", "PUBLISHED", "RANDOM", "PALETTE", "WIDTH", "HEIGHT", "DPI",
            "use_style", "figure", "series_colors", "theory_line", "measured", "published", "fit_line",
-           "log_axis", "finish", "legend_below", "check_label"]
+           "log_axis", "finish", "legend_below", "label_line", "check_label"]
 
 THEORY = "#b2182b"
 MEASURED = "#1f4e79"
@@ -234,3 +235,29 @@ def legend_below(fig, axes=None, *, key: Sequence = (), ncols: int | None = None
         raise ValueError("legend_below found no labelled artist in the figure and no key")
     fig.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
                ncols=ncols or min(3, len(seen)))
+
+
+def label_line(ax, line, text: str, *, at: str = "end", offset: tuple[float, float] = (4.0, 0.0), **kw):
+    """Name ``line`` (a ``Line2D``, e.g. the first element of what :func:`theory_line` returns) directly on
+    the axes: ``text`` in the line's colour beside its last (``at="end"``) or first (``at="start"``) finite
+    point, shifted by ``offset`` points (away from the line by default). For a panel with few lines, so the
+    reader need not match colours against a legend. Returns the ``Annotation``."""
+    from matplotlib.lines import Line2D
+
+    if not isinstance(line, Line2D):
+        raise TypeError(f"line must be a matplotlib Line2D, got {type(line).__name__}")
+    if at not in ("start", "end"):
+        raise ValueError(f"at must be 'start' or 'end', got {at!r}")
+    if not (isinstance(offset, tuple) and len(offset) == 2 and all(np.isfinite(offset))):
+        raise ValueError(f"offset must be a pair of finite numbers of points, got {offset!r}")
+    x = np.asarray(line.get_xdata(), dtype=float)
+    y = np.asarray(line.get_ydata(), dtype=float)
+    finite = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+    if finite.size == 0:
+        raise ValueError("line has no finite point to label")
+    i = finite[-1] if at == "end" else finite[0]
+    dx = offset[0] if at == "end" else -offset[0]
+    kw.setdefault("ha", "left" if at == "end" else "right")
+    kw.setdefault("va", "center")
+    return ax.annotate(check_label(text), (x[i], y[i]), xytext=(dx, offset[1]), textcoords="offset points",
+                       color=line.get_color(), annotation_clip=False, **kw)

@@ -117,3 +117,25 @@ def test_legend_below_collects_every_panel_once():
     plotting.legend_below(fig, ax, key=[style], ncols=1)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["measured", "least-squares line"]
     matplotlib.pyplot.close(fig)
+
+
+def test_label_line_names_a_line_at_its_end_in_its_colour():
+    fig, ax = plotting.figure()
+    (line,) = plotting.theory_line(ax, [1, 2, 3, np.nan], [1, 4, 9, np.nan], None)
+    end = plotting.label_line(ax, line, "bound $T^2$")
+    assert end.get_text() == "bound $T^2$" and end.xy == (3.0, 9.0) and end.get_color() == plotting.THEORY
+    assert end.get_ha() == "left"
+    start = plotting.label_line(ax, line, "start", at="start", offset=(5.0, 2.0))
+    assert start.xy == (1.0, 1.0) and start.xyann == (-5.0, 2.0) and start.get_ha() == "right"
+    with pytest.raises(ValueError, match="typeset it as math"):
+        plotting.label_line(ax, line, "d_h")
+    with pytest.raises(ValueError, match="at must be 'start' or 'end'"):
+        plotting.label_line(ax, line, "x", at="middle")
+    with pytest.raises(ValueError, match="offset must be a pair"):
+        plotting.label_line(ax, line, "x", offset=(1.0, float("nan")))
+    with pytest.raises(TypeError, match="line must be a matplotlib Line2D"):
+        plotting.label_line(ax, ax.bar([1], [1]), "x")
+    (empty,) = ax.plot([np.nan], [np.nan])
+    with pytest.raises(ValueError, match="no finite point"):
+        plotting.label_line(ax, empty, "x")
+    matplotlib.pyplot.close(fig)
