@@ -237,17 +237,20 @@ def legend_below(fig, axes=None, *, key: Sequence = (), ncols: int | None = None
                ncols=ncols or min(3, len(seen)))
 
 
-def label_line(ax, line, text: str, *, at: str = "end", offset: tuple[float, float] = (4.0, 0.0), **kw):
-    """Name ``line`` (a ``Line2D``, e.g. the first element of what :func:`theory_line` returns) directly on
-    the axes: ``text`` in the line's colour beside its last (``at="end"``) or first (``at="start"``) finite
-    point, shifted by ``offset`` points (away from the line by default). For a panel with few lines, so the
-    reader need not match colours against a legend. Returns the ``Annotation``."""
+def label_line(ax, line, text: str, *, at: str = "end", offset: tuple[float, float] | None = None, **kw):
+    """Name ``line`` (a ``Line2D``: the first element of what :func:`theory_line` returns, or an
+    ``axhline``) directly on the axes: ``text`` in the line's colour at its last (``at="end"``) or first
+    (``at="start"``) finite point, shifted by ``offset`` points (default: 4 points beyond that end). For a
+    panel with few lines, so the reader need not match colours against a legend. Returns the
+    ``Annotation``."""
     from matplotlib.lines import Line2D
 
     if not isinstance(line, Line2D):
         raise TypeError(f"line must be a matplotlib Line2D, got {type(line).__name__}")
     if at not in ("start", "end"):
         raise ValueError(f"at must be 'start' or 'end', got {at!r}")
+    if offset is None:
+        offset = (4.0, 0.0) if at == "end" else (-4.0, 0.0)
     if not (isinstance(offset, tuple) and len(offset) == 2 and all(np.isfinite(offset))):
         raise ValueError(f"offset must be a pair of finite numbers of points, got {offset!r}")
     x = np.asarray(line.get_xdata(), dtype=float)
@@ -256,8 +259,8 @@ def label_line(ax, line, text: str, *, at: str = "end", offset: tuple[float, flo
     if finite.size == 0:
         raise ValueError("line has no finite point to label")
     i = finite[-1] if at == "end" else finite[0]
-    dx = offset[0] if at == "end" else -offset[0]
     kw.setdefault("ha", "left" if at == "end" else "right")
     kw.setdefault("va", "center")
-    return ax.annotate(check_label(text), (x[i], y[i]), xytext=(dx, offset[1]), textcoords="offset points",
-                       color=line.get_color(), annotation_clip=False, **kw)
+    # the line's own coordinates: data for a plotted line, axes fraction along an axhline
+    return ax.annotate(check_label(text), (x[i], y[i]), xycoords=line.get_transform(), xytext=offset,
+                       textcoords="offset points", color=line.get_color(), annotation_clip=False, **kw)

@@ -125,8 +125,15 @@ def test_label_line_names_a_line_at_its_end_in_its_colour():
     end = plotting.label_line(ax, line, "bound $T^2$")
     assert end.get_text() == "bound $T^2$" and end.xy == (3.0, 9.0) and end.get_color() == plotting.THEORY
     assert end.get_ha() == "left"
-    start = plotting.label_line(ax, line, "start", at="start", offset=(5.0, 2.0))
-    assert start.xy == (1.0, 1.0) and start.xyann == (-5.0, 2.0) and start.get_ha() == "right"
+    start = plotting.label_line(ax, line, "start", at="start")
+    assert start.xy == (1.0, 1.0) and start.xyann == (-4.0, 0.0) and start.get_ha() == "right"
+    rule = ax.axhline(5, color="0.3")
+    above = plotting.label_line(ax, rule, "threshold", at="start", offset=(2.0, 3.0), ha="left",
+                                 va="bottom")
+    fig.canvas.draw()   # an axhline runs along the axes: its label sits at the left edge, above it
+    left, bottom = ax.transAxes.transform((0, 0))
+    x0, y0 = above.get_window_extent().p0
+    assert x0 >= left and y0 >= ax.transData.transform((1, 5))[1] and above.get_color() == "0.3"
     with pytest.raises(ValueError, match="typeset it as math"):
         plotting.label_line(ax, line, "d_h")
     with pytest.raises(ValueError, match="at must be 'start' or 'end'"):
