@@ -120,12 +120,14 @@ def theory_line(ax, x: Sequence[float], y: Sequence[float], label: str | None, *
 
 def measured(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = MEASURED,
              yerr: Sequence[float] | None = None, marker: str = "o", **kw):
-    """Draw measurements: markers joined by a thin line, with optional error bars."""
+    """Draw measurements: markers joined by a thin line, with optional error bars. ``kw`` may change the
+    defaults (``markersize=4``, ``linewidth=1.2``), e.g. ``linestyle="none"`` for markers only."""
+    kw.setdefault("markersize", 4)
+    kw.setdefault("linewidth", 1.2)
     if yerr is not None:
         return ax.errorbar(np.asarray(x), np.asarray(y), yerr=np.asarray(yerr), color=color, marker=marker,
-                           markersize=4, linewidth=1.2, capsize=2, label=label, **kw)
-    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, markersize=4, linewidth=1.2,
-                   label=label, **kw)
+                           capsize=2, label=label, **kw)
+    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, label=label, **kw)
 
 
 def published(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = PUBLISHED,

@@ -44,6 +44,8 @@ def test_measured_with_error_bars():
     fig, ax = plotting.figure()
     container = plotting.measured(ax, [1, 2], [0.5, 0.7], "acc", yerr=[0.1, 0.1])
     assert len(container.lines) == 3
+    (dots,) = plotting.measured(ax, [1, 2], [0.5, 0.7], "dots", markersize=7, linestyle="none")
+    assert dots.get_markersize() == 7 and dots.get_linestyle() == "None"
     matplotlib.pyplot.close(fig)
 
 
