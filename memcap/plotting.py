@@ -239,30 +239,38 @@ def legend_below(fig, axes=None, *, key: Sequence = (), ncols: int | None = None
                ncols=ncols or min(3, len(seen)))
 
 
-def label_line(ax, line, text: str, *, at: str = "end", offset: tuple[float, float] | None = None, **kw):
-    """Name ``line`` (a ``Line2D``: the first element of what :func:`theory_line` returns, or an
-    ``axhline``) directly on the axes: ``text`` in the line's colour at its last (``at="end"``) or first
-    (``at="start"``) finite point, shifted by ``offset`` points (default: 4 points beyond that end). For a
-    panel with few lines, so the reader need not match colours against a legend. Returns the
-    ``Annotation``."""
+def label_line(ax, line, text: str, *, at: str | float = "end", offset: tuple[float, float] | None = None,
+               **kw):
+    """Name ``line`` (a ``Line2D``: the first element of what :func:`theory_line` returns, an ``axhline`` or
+    an ``axvline``) directly on the axes: ``text`` in the line's colour at its last (``at="end"``) or first
+    (``at="start"``) finite point, or at a fraction ``at`` in [0, 1] of the way from its first to its last
+    point (counted in points of the line: halfway up an ``axvline`` is ``0.5``), shifted by ``offset`` points
+    (default: 4 points beyond the end, before the start, above a point in between). For a panel with few
+    lines, so the reader need not match colours against a legend. Returns the ``Annotation``."""
     from matplotlib.lines import Line2D
 
     if not isinstance(line, Line2D):
         raise TypeError(f"line must be a matplotlib Line2D, got {type(line).__name__}")
-    if at not in ("start", "end"):
-        raise ValueError(f"at must be 'start' or 'end', got {at!r}")
-    if offset is None:
-        offset = (4.0, 0.0) if at == "end" else (-4.0, 0.0)
+    if isinstance(at, bool) or not (at in ("start", "end") or (isinstance(at, (int, float)) and 0 <= at <= 1)):
+        raise ValueError(f"at must be 'start', 'end' or a fraction in [0, 1], got {at!r}")
+    fraction = {"start": 0.0, "end": 1.0}.get(at, at)
+    default, ha, va = {"end": ((4.0, 0.0), "left", "center"),
+                       "start": ((-4.0, 0.0), "right", "center")}.get(at, ((0.0, 4.0), "center", "bottom"))
+    offset = default if offset is None else offset
     if not (isinstance(offset, tuple) and len(offset) == 2 and all(np.isfinite(offset))):
         raise ValueError(f"offset must be a pair of finite numbers of points, got {offset!r}")
     x = np.asarray(line.get_xdata(), dtype=float)
     y = np.asarray(line.get_ydata(), dtype=float)
-    finite = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
-    if finite.size == 0:
+    finite = np.isfinite(x) & np.isfinite(y)
+    if not finite.any():
         raise ValueError("line has no finite point to label")
-    i = finite[-1] if at == "end" else finite[0]
-    kw.setdefault("ha", "left" if at == "end" else "right")
-    kw.setdefault("va", "center")
-    # the line's own coordinates: data for a plotted line, axes fraction along an axhline
-    return ax.annotate(check_label(text), (x[i], y[i]), xycoords=line.get_transform(), xytext=offset,
+    x, y = x[finite], y[finite]
+    t = fraction * (x.size - 1)                 # position along the line's points
+    i = min(int(t), x.size - 2) if x.size > 1 else 0
+    w = t - i
+    point = (x[i], y[i]) if x.size == 1 else ((1 - w) * x[i] + w * x[i + 1], (1 - w) * y[i] + w * y[i + 1])
+    kw.setdefault("ha", ha)
+    kw.setdefault("va", va)
+    # the line's own coordinates: data for a plotted line, axes fraction along an axhline or axvline
+    return ax.annotate(check_label(text), point, xycoords=line.get_transform(), xytext=offset,
                        textcoords="offset points", color=line.get_color(), annotation_clip=False, **kw)

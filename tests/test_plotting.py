@@ -138,8 +138,13 @@ def test_label_line_names_a_line_at_its_end_in_its_colour():
     assert x0 >= left and y0 >= ax.transData.transform((1, 5))[1] and above.get_color() == "0.3"
     with pytest.raises(ValueError, match="typeset it as math"):
         plotting.label_line(ax, line, "d_h")
-    with pytest.raises(ValueError, match="at must be 'start' or 'end'"):
-        plotting.label_line(ax, line, "x", at="middle")
+    middle = plotting.label_line(ax, line, "middle", at=0.75)
+    assert middle.xy == (2.5, 6.5) and middle.xyann == (0.0, 4.0) and middle.get_ha() == "center"
+    up = plotting.label_line(ax, ax.axvline(2), "halfway up", at=0.5)
+    assert up.xy == (2.0, 0.5)   # axes fraction along an axvline
+    for bad in ("middle", 1.5, True):
+        with pytest.raises(ValueError, match="at must be 'start', 'end' or a fraction in"):
+            plotting.label_line(ax, line, "x", at=bad)
     with pytest.raises(ValueError, match="offset must be a pair"):
         plotting.label_line(ax, line, "x", offset=(1.0, float("nan")))
     with pytest.raises(TypeError, match="line must be a matplotlib Line2D"):
