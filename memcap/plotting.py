@@ -15,7 +15,8 @@ Colours carry one meaning throughout the book:
 
 When a figure shows one curve per value of a parameter (a dataset size T, a width d), use
 :func:`series_colors`, which orders the colours light to dark with the parameter. Fitted lines are drawn by
-:func:`fit_line` (dotted, in the legend, only over the range they were fitted on). Labels must typeset
+:func:`fit_line` (dotted, in the legend, only over the range they were fitted on). Where a panel has only
+a few lines, :func:`label_line` names each at its end, in its colour, instead of a legend. Labels must typeset
 their symbols as math (``"$d_h$"``, ``"$\\le$"``): :func:`finish` refuses ``d_h`` or ``<=`` outside
 ``$...$``, so a raw symbol cannot reach a page.
 """
@@ -31,7 +32,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 __all__ = ["THEORY", "MEASURED", "CONSTRUCTED", "PUBLISHED", "RANDOM", "PALETTE", "WIDTH", "HEIGHT", "DPI",
            "use_style", "figure", "series_colors", "theory_line", "measured", "published", "fit_line",
-           "log_axis", "finish", "legend_below", "check_label"]
+           "log_axis", "finish", "legend_below", "label_line", "check_label"]
 
 THEORY = "#b2182b"
 MEASURED = "#1f4e79"
@@ -119,12 +120,14 @@ def theory_line(ax, x: Sequence[float], y: Sequence[float], label: str | None, *
 
 def measured(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = MEASURED,
              yerr: Sequence[float] | None = None, marker: str = "o", **kw):
-    """Draw measurements: markers joined by a thin line, with optional error bars."""
+    """Draw measurements: markers joined by a thin line, with optional error bars. ``kw`` may change the
+    defaults (``markersize=4``, ``linewidth=1.2``), e.g. ``linestyle="none"`` for markers only."""
+    kw.setdefault("markersize", 4)
+    kw.setdefault("linewidth", 1.2)
     if yerr is not None:
         return ax.errorbar(np.asarray(x), np.asarray(y), yerr=np.asarray(yerr), color=color, marker=marker,
-                           markersize=4, linewidth=1.2, capsize=2, label=label, **kw)
-    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, markersize=4, linewidth=1.2,
-                   label=label, **kw)
+                           capsize=2, label=label, **kw)
+    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, label=label, **kw)
 
 
 def published(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = PUBLISHED,
@@ -234,3 +237,40 @@ def legend_below(fig, axes=None, *, key: Sequence = (), ncols: int | None = None
         raise ValueError("legend_below found no labelled artist in the figure and no key")
     fig.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
                ncols=ncols or min(3, len(seen)))
+
+
+def label_line(ax, line, text: str, *, at: str | float = "end", offset: tuple[float, float] | None = None,
+               **kw):
+    """Name ``line`` (a ``Line2D``: the first element of what :func:`theory_line` returns, an ``axhline`` or
+    an ``axvline``) directly on the axes: ``text`` in the line's colour at its last (``at="end"``) or first
+    (``at="start"``) finite point, or at a fraction ``at`` in [0, 1] of the way from its first to its last
+    point (counted in points of the line: halfway up an ``axvline`` is ``0.5``), shifted by ``offset`` points
+    (default: 4 points beyond the end, before the start, above a point in between). For a panel with few
+    lines, so the reader need not match colours against a legend. Returns the ``Annotation``."""
+    from matplotlib.lines import Line2D
+
+    if not isinstance(line, Line2D):
+        raise TypeError(f"line must be a matplotlib Line2D, got {type(line).__name__}")
+    if isinstance(at, bool) or not (at in ("start", "end") or (isinstance(at, (int, float)) and 0 <= at <= 1)):
+        raise ValueError(f"at must be 'start', 'end' or a fraction in [0, 1], got {at!r}")
+    fraction = {"start": 0.0, "end": 1.0}.get(at, at)
+    default, ha, va = {"end": ((4.0, 0.0), "left", "center"),
+                       "start": ((-4.0, 0.0), "right", "center")}.get(at, ((0.0, 4.0), "center", "bottom"))
+    offset = default if offset is None else offset
+    if not (isinstance(offset, tuple) and len(offset) == 2 and all(np.isfinite(offset))):
+        raise ValueError(f"offset must be a pair of finite numbers of points, got {offset!r}")
+    x = np.asarray(line.get_xdata(), dtype=float)
+    y = np.asarray(line.get_ydata(), dtype=float)
+    finite = np.isfinite(x) & np.isfinite(y)
+    if not finite.any():
+        raise ValueError("line has no finite point to label")
+    x, y = x[finite], y[finite]
+    t = fraction * (x.size - 1)                 # position along the line's points
+    i = min(int(t), x.size - 2) if x.size > 1 else 0
+    w = t - i
+    point = (x[i], y[i]) if x.size == 1 else ((1 - w) * x[i] + w * x[i + 1], (1 - w) * y[i] + w * y[i + 1])
+    kw.setdefault("ha", ha)
+    kw.setdefault("va", va)
+    # the line's own coordinates: data for a plotted line, axes fraction along an axhline or axvline
+    return ax.annotate(check_label(text), point, xycoords=line.get_transform(), xytext=offset,
+                       textcoords="offset points", color=line.get_color(), annotation_clip=False, **kw)

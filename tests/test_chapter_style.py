@@ -152,6 +152,54 @@ def test_bar_in_table_math_detection():
     assert not _bars_in_table_math("```{code-cell}\n| $|x|$ |\n```")
 
 
+CODE_DIRECTIVES = {"code-cell", "code", "code-block", "math", "eval-rst", "raw"}
+"""Directives whose body is not Markdown."""
+_NUMBERED = re.compile(r"\s*1[.)](\s|$)")
+_ITEM = re.compile(r"\s*([-+*]|\d+[.)])\s")
+
+
+def _accidental_numbered_items(text: str) -> list[str]:
+    """Lines of Markdown (prose, or the body of a directive such as a figure's caption; not code) that
+    start with ``1.`` or ``1)`` right after a line of prose: CommonMark lets such a line interrupt the
+    paragraph and open a numbered list, so a wrapped caption or sentence ("... (Assumption" / "1) and
+    ...") breaks into a list item."""
+    found, fences, previous = [], [], ""   # fences: (backticks, holds code) of the open fences
+    for line in text.splitlines():
+        marker = re.match(r"(`{3,}|~{3,})\s*(\S*)", line.strip())
+        if marker and fences and marker.group(1).startswith(fences[-1][0]) and not marker.group(2):
+            fences.pop()
+        elif marker and not (fences and fences[-1][1]):
+            info = marker.group(2)
+            code = not info.startswith("{") or info.strip("{}") in CODE_DIRECTIVES
+            fences.append((marker.group(1), code))
+        in_code = bool(fences) and fences[-1][1]
+        if marker or in_code:
+            previous = ""
+            continue
+        if _NUMBERED.match(line) and previous.strip() and not _ITEM.match(previous) \
+                and not previous.lstrip().startswith(":"):   # a directive's option line
+            found.append(line.strip())
+        previous = line
+    return found
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_no_wrapped_line_opens_a_numbered_list(doc):
+    lines = _accidental_numbered_items((ROOT / f"{doc}.md").read_text())
+    assert not lines, (f"{doc}: a line starts with 1. or 1) right after a line of prose ({lines[0]!r}): it "
+                       "opens a numbered list there; rewrap the paragraph, or put a blank line before a list")
+
+
+def test_accidental_numbered_item_detection():
+    assert _accidental_numbered_items("the dashed lines mark $n$ (Assumption\n1) and $d$")
+    assert _accidental_numbered_items("a sentence that ends in\n1. a list by accident")
+    assert not _accidental_numbered_items("Steps:\n\n1. one\n2. two")
+    assert not _accidental_numbered_items("1. one\n1. two\n- three\n1) four")
+    assert _accidental_numbered_items("```{glue:figure} key\n:name: f\n\nmark $n$ (Assumption\n1) and $d$.\n```")
+    assert not _accidental_numbered_items("```{code-cell}\nx = (a\n1) and b\n```")
+    assert not _accidental_numbered_items("````md\n```{code-cell}\n```\nx = (a\n1) and b\n````\ntext")
+
+
 _LATEX_ESCAPE = re.compile(r"[\t\f\b\r\a\v][A-Za-z]|\n(?:abla|eq|u|ot|e|i|mid|ewline)\b")
 """What a LaTeX command becomes in a non-raw string: ``"\\text"`` is a tab and ``ext``."""
 

@@ -44,6 +44,8 @@ def test_measured_with_error_bars():
     fig, ax = plotting.figure()
     container = plotting.measured(ax, [1, 2], [0.5, 0.7], "acc", yerr=[0.1, 0.1])
     assert len(container.lines) == 3
+    (dots,) = plotting.measured(ax, [1, 2], [0.5, 0.7], "dots", markersize=7, linestyle="none")
+    assert dots.get_markersize() == 7 and dots.get_linestyle() == "None"
     matplotlib.pyplot.close(fig)
 
 
@@ -116,4 +118,38 @@ def test_legend_below_collects_every_panel_once():
     style = Line2D([], [], linestyle=":", label="least-squares line")
     plotting.legend_below(fig, ax, key=[style], ncols=1)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["measured", "least-squares line"]
+    matplotlib.pyplot.close(fig)
+
+
+def test_label_line_names_a_line_at_its_end_in_its_colour():
+    fig, ax = plotting.figure()
+    (line,) = plotting.theory_line(ax, [1, 2, 3, np.nan], [1, 4, 9, np.nan], None)
+    end = plotting.label_line(ax, line, "bound $T^2$")
+    assert end.get_text() == "bound $T^2$" and end.xy == (3.0, 9.0) and end.get_color() == plotting.THEORY
+    assert end.get_ha() == "left"
+    start = plotting.label_line(ax, line, "start", at="start")
+    assert start.xy == (1.0, 1.0) and start.xyann == (-4.0, 0.0) and start.get_ha() == "right"
+    rule = ax.axhline(5, color="0.3")
+    above = plotting.label_line(ax, rule, "threshold", at="start", offset=(2.0, 3.0), ha="left",
+                                 va="bottom")
+    fig.canvas.draw()   # an axhline runs along the axes: its label sits at the left edge, above it
+    left, bottom = ax.transAxes.transform((0, 0))
+    x0, y0 = above.get_window_extent().p0
+    assert x0 >= left and y0 >= ax.transData.transform((1, 5))[1] and above.get_color() == "0.3"
+    with pytest.raises(ValueError, match="typeset it as math"):
+        plotting.label_line(ax, line, "d_h")
+    middle = plotting.label_line(ax, line, "middle", at=0.75)
+    assert middle.xy == (2.5, 6.5) and middle.xyann == (0.0, 4.0) and middle.get_ha() == "center"
+    up = plotting.label_line(ax, ax.axvline(2), "halfway up", at=0.5)
+    assert up.xy == (2.0, 0.5)   # axes fraction along an axvline
+    for bad in ("middle", 1.5, True):
+        with pytest.raises(ValueError, match="at must be 'start', 'end' or a fraction in"):
+            plotting.label_line(ax, line, "x", at=bad)
+    with pytest.raises(ValueError, match="offset must be a pair"):
+        plotting.label_line(ax, line, "x", offset=(1.0, float("nan")))
+    with pytest.raises(TypeError, match="line must be a matplotlib Line2D"):
+        plotting.label_line(ax, ax.bar([1], [1]), "x")
+    (empty,) = ax.plot([np.nan], [np.nan])
+    with pytest.raises(ValueError, match="no finite point"):
+        plotting.label_line(ax, empty, "x")
     matplotlib.pyplot.close(fig)
