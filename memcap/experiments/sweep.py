@@ -483,18 +483,49 @@ class _DaskExecutor:
         self.shutdown(wait=False)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which cancels the sweep and terminates them."""
+def _start_worker(threads: int) -> None:
+    """A pool worker: ``threads`` torch threads (so that the workers share the cores, not oversubscribe
+    them), and Ctrl-C left to the parent, which cancels the sweep and terminates the workers."""
     import signal
 
+    import torch
+
+    torch.set_num_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity where the platform says, else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:   # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def default_executor(device_type: str, cores: int | None = None) -> tuple[str, int | None]:
+    """``(kind, workers)`` of the executor ``python -m memcap sweep`` uses when none is named.
+
+    On a CPU with ``cores`` >= 2 (None: :func:`usable_cores`): 'processes', one single-threaded worker per
+    core. Measured on the 2-core reference machine (see the reproducing appendix): two processes ran a
+    sweep's jobs in parallel, while two threads of one process contend for its interpreter lock (the
+    engine's many small kernels hold it between operations). On a GPU, or a single core: 'inprocess'.
+    """
+    if not isinstance(device_type, str):
+        raise TypeError(f"device_type must be a string such as 'cpu' or 'cuda', got {type(device_type).__name__}")
+    cores = usable_cores() if cores is None else cores
+    from memcap._checks import positive_int
+    positive_int("cores", cores)
+    if device_type != "cpu" or cores < 2:
+        return "inprocess", None
+    return "processes", cores
 
 
 def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None) -> Any:
     """An executor for :func:`run_sweep`.
 
     ``kind``: 'inprocess' (default, deterministic), 'threads' or 'processes' (``concurrent.futures`` pools
-    with ``workers`` workers), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
+    with ``workers`` workers, default 2; each process runs usable_cores() // workers torch threads, at
+    least one), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
     cluster of ``workers`` single-threaded processes when ``address`` is None; needs
     ``pip install 'dask[distributed]'``). ``workers`` is refused for 'inprocess' and for 'dask' with an
     ``address`` (the cluster has its own workers); ``address`` is refused for every kind but 'dask'.
@@ -515,8 +546,9 @@ def make_executor(kind: str = "inprocess", *, workers: int | None = None, addres
         return cf.ThreadPoolExecutor(max_workers=workers or 2)
     if kind == "processes":
         import multiprocessing
-        return cf.ProcessPoolExecutor(max_workers=workers or 2, mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_ignore_sigint)
+        workers = workers or 2
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_start_worker, initargs=(max(1, usable_cores() // workers),))
     try:
         from distributed import Client, LocalCluster
     except ImportError:
