@@ -195,7 +195,7 @@ def _sweep(args: argparse.Namespace) -> int:
         from memcap.device import pick_device
         from memcap.experiments.sweep import default_executor
 
-        args.executor, workers = default_executor(pick_device(None).type)
+        args.executor, workers = default_executor(pick_device(None).type, len(job_list))
     try:
         executor = make_executor(args.executor, workers=workers, address=args.address)
     except ImportError as err:

@@ -204,15 +204,19 @@ def _running(pid: int) -> bool:
 
 
 def test_default_executor_is_one_single_threaded_process_per_core_on_a_multicore_cpu():
-    assert default_executor("cpu", cores=2) == ("processes", 2)
-    assert default_executor("cpu", cores=8) == ("processes", 8)
-    assert default_executor("cpu", cores=1) == ("inprocess", None)
-    assert default_executor("cuda", cores=16) == ("inprocess", None)     # one GPU: jobs one after the other
-    assert default_executor("cpu")[0] in ("processes", "inprocess")
+    assert default_executor("cpu", 10, cores=2) == ("processes", 2)
+    assert default_executor("cpu", 10, cores=8) == ("processes", 8)
+    assert default_executor("cpu", 3, cores=8) == ("processes", 3)          # no idle workers
+    assert default_executor("cpu", 1, cores=8) == ("inprocess", None)       # one job: no worker to start
+    assert default_executor("cpu", 10, cores=1) == ("inprocess", None)
+    assert default_executor("cuda", 10, cores=16) == ("inprocess", None)    # one GPU: jobs one after the other
+    assert default_executor("cpu", 10)[0] in ("processes", "inprocess")
     with pytest.raises(ValueError, match="cores must be a positive integer"):
-        default_executor("cpu", cores=0)
+        default_executor("cpu", 10, cores=0)
+    with pytest.raises(ValueError, match="jobs must be a non-negative integer"):
+        default_executor("cpu", -1)
     with pytest.raises(TypeError, match="device_type must be a string"):
-        default_executor(None)
+        default_executor(None, 10)
 
 
 def _torch_threads(_: object) -> int:

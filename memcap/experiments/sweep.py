@@ -502,22 +502,25 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def default_executor(device_type: str, cores: int | None = None) -> tuple[str, int | None]:
-    """``(kind, workers)`` of the executor ``python -m memcap sweep`` uses when none is named.
+def default_executor(device_type: str, jobs: int, cores: int | None = None) -> tuple[str, int | None]:
+    """``(kind, workers)`` of the executor ``python -m memcap sweep`` uses for ``jobs`` jobs when none is named.
 
-    On a CPU with ``cores`` >= 2 (None: :func:`usable_cores`): 'processes', one single-threaded worker per
-    core. Measured on the 2-core reference machine (see the reproducing appendix): two processes ran a
-    sweep's jobs in parallel, while two threads of one process contend for its interpreter lock (the
-    engine's many small kernels hold it between operations). On a GPU, or a single core: 'inprocess'.
+    On a CPU with ``cores`` >= 2 (None: :func:`usable_cores`) and at least two jobs: 'processes', one
+    single-threaded worker per core (at most one per job). Measured on the 2-core reference machine (see
+    the reproducing appendix): two processes ran a sweep's jobs side by side, while two threads of one
+    process contend for its interpreter lock (the engine's many small kernels take it between
+    operations). On a GPU, a single core or for a single job: 'inprocess' (no worker to start).
     """
     if not isinstance(device_type, str):
         raise TypeError(f"device_type must be a string such as 'cpu' or 'cuda', got {type(device_type).__name__}")
-    cores = usable_cores() if cores is None else cores
-    from memcap._checks import positive_int
-    positive_int("cores", cores)
-    if device_type != "cpu" or cores < 2:
+    from memcap._checks import nonnegative_int, positive_int
+
+    nonnegative_int("jobs", jobs)
+    cores = usable_cores() if cores is None else positive_int("cores", cores)
+    workers = min(cores, jobs)
+    if device_type != "cpu" or workers < 2:
         return "inprocess", None
-    return "processes", cores
+    return "processes", workers
 
 
 def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None) -> Any:
