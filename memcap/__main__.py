@@ -197,7 +197,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
         args.executor, workers = default_executor(pick_device(None).type, len(job_list))
     try:
-        executor = make_executor(args.executor, workers=workers, address=args.address)
+        executor = make_executor(args.executor, workers=workers, address=args.address,
+                                 threads=args.threads if args.executor == "processes" else None)
     except ImportError as err:
         raise UsageError(str(err)) from None
     progress = Progress(f"{args.experiment} ({profile})", args.progress)

@@ -235,6 +235,13 @@ def test_process_workers_share_the_cores_instead_of_oversubscribing_them():
             assert pool.submit(_torch_threads, None).result(timeout=120) == max(1, usable_cores() // workers)
         finally:
             pool.shutdown()
+    pool = make_executor("processes", workers=1, threads=3)              # asked for: python -m memcap --threads 3
+    try:
+        assert pool.submit(_torch_threads, None).result(timeout=120) == 3
+    finally:
+        pool.shutdown()
+    with pytest.raises(ValueError, match="threads is only used by the processes executor, not by executor 'threads'"):
+        make_executor("threads", threads=2)
 
 
 def test_executor_flags_are_refused_where_unused():

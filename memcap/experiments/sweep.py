@@ -523,18 +523,25 @@ def default_executor(device_type: str, jobs: int, cores: int | None = None) -> t
     return "processes", workers
 
 
-def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None) -> Any:
+def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None,
+                  threads: int | None = None) -> Any:
     """An executor for :func:`run_sweep`.
 
     ``kind``: 'inprocess' (default, deterministic), 'threads' or 'processes' (``concurrent.futures`` pools
-    with ``workers`` workers, default 2; each process runs usable_cores() // workers torch threads, at
-    least one), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
+    with ``workers`` workers, default 2; each process runs ``threads`` torch threads, None: usable_cores()
+    // workers, at least one), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
     cluster of ``workers`` single-threaded processes when ``address`` is None; needs
     ``pip install 'dask[distributed]'``). ``workers`` is refused for 'inprocess' and for 'dask' with an
-    ``address`` (the cluster has its own workers); ``address`` is refused for every kind but 'dask'.
+    ``address`` (the cluster has its own workers); ``address`` is refused for every kind but 'dask',
+    ``threads`` for every kind but 'processes'.
     """
     if kind not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {kind!r}")
+    if threads is not None:
+        from memcap._checks import positive_int
+        positive_int("threads", threads)
+        if kind != "processes":
+            raise ValueError(f"threads is only used by the processes executor, not by executor {kind!r}")
     if workers is not None:
         from memcap._checks import positive_int
         positive_int("workers", workers)
@@ -551,7 +558,8 @@ def make_executor(kind: str = "inprocess", *, workers: int | None = None, addres
         import multiprocessing
         workers = workers or 2
         return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_start_worker, initargs=(max(1, usable_cores() // workers),))
+                                      initializer=_start_worker,
+                                      initargs=(threads or max(1, usable_cores() // workers),))
     try:
         from distributed import Client, LocalCluster
     except ImportError:
