@@ -506,10 +506,13 @@ def default_executor(device_type: str, jobs: int, cores: int | None = None) -> t
     """``(kind, workers)`` of the executor ``python -m memcap sweep`` uses for ``jobs`` jobs when none is named.
 
     On a CPU with ``cores`` >= 2 (None: :func:`usable_cores`) and at least two jobs: 'processes', one
-    single-threaded worker per core (at most one per job). Measured on the 2-core reference machine
-    (four dana_fig2b paper jobs cut to 150 steps, machine shared, best of two runs): 2 processes 22 s,
-    in process 29 s, 2 threads 37 s. Processes run the jobs side by side; threads of one process
-    contend for its interpreter lock, which the engine's many small kernels take between operations.
+    single-threaded worker per core (at most one per job). Why processes: a worker's Python work (op
+    dispatch, autograd; about 1.4 ms of a 3-9 ms stack step on dana_fig2b's paper models, see
+    ``memcap.train.partition.STACK_COST``) never waits for another worker's interpreter lock, and
+    the ~3 CPU-seconds a process spends starting (spawn, import torch) are nothing next to a paper job.
+    Measured on the shared 2-core reference machine (four dana_fig2b paper jobs cut to 150 steps, 6 s
+    each; best runs at a load of 2-3): 2 processes 22 s, 2 threads 17-22 s, in process 23 s; under a
+    heavier load every variant slowed two- to fourfold, so these short runs did not separate the pools.
     On a GPU, a single core or for a single job: 'inprocess' (no worker to start).
     """
     if not isinstance(device_type, str):
