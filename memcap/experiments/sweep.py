@@ -511,8 +511,9 @@ def default_executor(device_type: str, jobs: int, cores: int | None = None) -> t
     ``memcap.train.partition.STACK_COST``) never waits for another worker's interpreter lock, and
     the ~3 CPU-seconds a process spends starting (spawn, import torch) are nothing next to a paper job.
     Measured on the shared 2-core reference machine (four dana_fig2b paper jobs cut to 150 steps, 6 s
-    each; best runs at a load of 2-3): 2 processes 22 s, 2 threads 17-22 s, in process 23 s; under a
-    heavier load every variant slowed two- to fourfold, so these short runs did not separate the pools.
+    each; best runs at a load of 2-3): 2 processes 22 s, 2 threads 17-22 s, in process 23 s; cut to 500
+    steps, one run each while other work loaded the machine (load 7, 5, 3): threads 130 s, processes
+    164 s, in process 83 s. On a machine whose cores are taken by other work, no pool is faster.
     On a GPU, a single core or for a single job: 'inprocess' (no worker to start).
     """
     if not isinstance(device_type, str):
