@@ -2,8 +2,9 @@
 ``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress] [--threads N]``: run (or resume) an experiment's jobs
-  into the results cache, with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
+  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress] [--threads N]``: run (or resume) an
+  experiment's jobs into the results cache (by default one single-threaded process per core on a
+  multi-core CPU), with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
   once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
 * ``cache [--cache DIR] [--prune]``: what the results cache holds per experiment and profile (complete,
   stale, corrupt, missing; from which commit, device and date); ``--prune`` deletes stale, corrupt and
@@ -189,8 +190,15 @@ def _sweep(args: argparse.Namespace) -> int:
     _folder_for_writing(root / args.experiment, "--cache" if args.cache is not None else "the cache")
     job_list = experiments.jobs(args.experiment, profile)
     cache = ResultCache(root)
+    workers = args.workers
+    if args.executor is None:   # see memcap.experiments.sweep.default_executor
+        from memcap.device import pick_device
+        from memcap.experiments.sweep import default_executor
+
+        args.executor, workers = default_executor(pick_device(None).type, len(job_list))
     try:
-        executor = make_executor(args.executor, workers=args.workers, address=args.address)
+        executor = make_executor(args.executor, workers=workers, address=args.address,
+                                 threads=args.threads if args.executor == "processes" else None)
     except ImportError as err:
         raise UsageError(str(err)) from None
     progress = Progress(f"{args.experiment} ({profile})", args.progress)
@@ -343,9 +351,11 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     sweep.add_argument("experiment", choices=EXPERIMENTS, help="the experiment (see the list command)")
     sweep.add_argument("--profile", choices=PROFILES, default=None,
                        help="grid to run (default: the MEMCAP_PROFILE environment variable, else quick)")
-    sweep.add_argument("--executor", choices=EXECUTORS, default="inprocess",
-                       help="where the jobs run: inprocess (default; one after the other), threads or processes "
-                            "(a local pool of --workers), dask (a Dask cluster at --address, else a local one)")
+    sweep.add_argument("--executor", choices=EXECUTORS, default=None,
+                       help="where the jobs run: inprocess (one after the other), threads or processes (a local "
+                            "pool of --workers), dask (a Dask cluster at --address, else a local one); default: "
+                            "one single-threaded process per core on a multi-core CPU with several jobs, else "
+                            "inprocess")
     sweep.add_argument("--workers", type=_positive_int, default=None,
                        help="pool size of the threads and processes executors, or of a local Dask cluster")
     sweep.add_argument("--address", default=None, help="Dask scheduler address (--executor dask; default: a "
@@ -408,9 +418,10 @@ def _check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespac
     if args.command != "sweep":
         return
     if args.address is not None and args.executor != "dask":
-        parser.error(f"--address is only used by --executor dask, not by --executor {args.executor}")
-    if args.workers is not None and args.executor == "inprocess":
-        parser.error("--workers is only used by --executor threads, processes or dask, not by --executor inprocess")
+        parser.error(f"--address is only used by --executor dask, not by --executor {args.executor or 'default'}")
+    if args.workers is not None and args.executor in (None, "inprocess"):
+        parser.error("--workers is only used by --executor threads, processes or dask, "
+                     + ("not by --executor inprocess" if args.executor else "so name the executor"))
     if args.workers is not None and args.address is not None:
         parser.error("--workers sets the size of a local Dask cluster; with --address the cluster's own workers "
                      "are used")

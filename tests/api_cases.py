@@ -198,6 +198,7 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.train.forward": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.inspection": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.loop": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.partition": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.prepare": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.schedule": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.specs": "implementation of memcap.train (its public names are memcap.train's __all__)",

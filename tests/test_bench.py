@@ -51,6 +51,7 @@ def test_run_bench_reports_every_ratio():
     for key in ("speedup", "speedup_vs_authors", "fraction_of_peak", "gflops", "authors_model_steps_per_s"):
         assert r[key] > 0, key
     assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / result["peak_gflops"])
+    assert r["loop_fraction_of_peak"] == pytest.approx(r["fraction_of_peak"] / r["speedup"])   # same FLOPs
     assert "vs authors" in bench.format_bench(result)
     with pytest.raises(ValueError, match="workloads must be names in"):
         bench.run_bench(("gpu",), steps=1)

@@ -47,7 +47,8 @@ def test_sweep_then_reads_the_cache_without_training_again(tmp_path, monkeypatch
     monkeypatch.setattr(memcap.train, "train_models", lambda specs, *a, **k: trainings.append(len(specs))
                         or real(specs, *a, **k))
     monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: _tiny_jobs(2))
-    args = ["--threads", "1", "sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path)]
+    args = ["--threads", "1", "sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path), "--executor",
+            "inprocess"]
     assert main(args) == 0
     assert trainings == [1, 1]
     assert "dana_fig4 (paper): 2 jobs, 0 from the cache, 2 computed;" in capsys.readouterr().out
@@ -58,6 +59,23 @@ def test_sweep_then_reads_the_cache_without_training_again(tmp_path, monkeypatch
     assert trainings == [1, 1], "the second sweep trained again instead of reading the cache"
     assert "dana_fig4 (paper): 2 jobs, 2 from the cache, 0 computed;" in capsys.readouterr().out
     assert [p.stat().st_mtime_ns for p in sorted((tmp_path / "dana_fig4").rglob("*.json"))] == stamps
+
+
+def test_sweep_runs_one_single_threaded_process_per_core_by_default_on_a_cpu(tmp_path, monkeypatch, capsys):
+    """No --executor on a CPU with 2 cores: a pool of 2 processes (memcap.experiments.sweep.default_executor)."""
+    from memcap.__main__ import main
+    from memcap.experiments import sweep
+
+    made = []
+    real = sweep.make_executor
+    monkeypatch.setattr(sweep, "make_executor",
+                        lambda kind, **kw: made.append((kind, kw["workers"])) or real(kind, **kw))
+    monkeypatch.setattr(sweep, "usable_cores", lambda: 2)
+    monkeypatch.setenv("MEMCAP_DEVICE", "cpu")
+    monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: _tiny_jobs(2))
+    assert main(["sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path)]) == 0
+    assert made == [("processes", 2)]
+    assert "dana_fig4 (paper): 2 jobs, 0 from the cache, 2 computed;" in capsys.readouterr().out
 
 
 def test_progress_bar_only_on_a_terminal_or_when_asked(tmp_path, capsys, monkeypatch):
@@ -177,7 +195,7 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
     endless = [train_job([AoTSpec(heads=1, head_dim=2, dim=2, vocab=3, seed=9 + s)],
                          TrainConfig(steps=10 ** 8, batch_size=4, device="cpu", early_stop=False)) for s in range(2)]
     jobs = quick + endless
-    extra = [] if executor == "inprocess" else ["--executor", executor, "--workers", "2"]
+    extra = ["--executor", "inprocess"] if executor == "inprocess" else ["--executor", executor, "--workers", "2"]
     announced = tmp_path / "started"
     announced.mkdir()
     proc = _patched_cli(jobs, "sweep", "dana_fig4", "--profile", "paper", "--cache", str(tmp_path / "cache"),

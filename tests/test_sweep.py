@@ -13,6 +13,7 @@ from memcap.experiments.sweep import (
     SweepInterrupted,
     abandon,
     current_profile,
+    default_executor,
     job_key,
     make_executor,
     run_job,
@@ -200,6 +201,47 @@ def _running(pid: int) -> bool:
             return fh.read().rsplit(") ", 1)[-1][0] != "Z"
     except OSError:
         return False
+
+
+def test_default_executor_is_one_single_threaded_process_per_core_on_a_multicore_cpu():
+    assert default_executor("cpu", 10, cores=2) == ("processes", 2)
+    assert default_executor("cpu", 10, cores=8) == ("processes", 8)
+    assert default_executor("cpu", 3, cores=8) == ("processes", 3)          # no idle workers
+    assert default_executor("cpu", 1, cores=8) == ("inprocess", None)       # one job: no worker to start
+    assert default_executor("cpu", 10, cores=1) == ("inprocess", None)
+    assert default_executor("cuda", 10, cores=16) == ("inprocess", None)    # one GPU: jobs one after the other
+    assert default_executor("cpu", 10)[0] in ("processes", "inprocess")
+    with pytest.raises(ValueError, match="cores must be a positive integer"):
+        default_executor("cpu", 10, cores=0)
+    with pytest.raises(ValueError, match="jobs must be a non-negative integer"):
+        default_executor("cpu", -1)
+    with pytest.raises(TypeError, match="device_type must be a string"):
+        default_executor(None, 10)
+
+
+def _torch_threads(_: object) -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_process_workers_share_the_cores_instead_of_oversubscribing_them():
+    """Each of w process workers runs usable_cores() // w torch threads (at least one)."""
+    from memcap.experiments.sweep import usable_cores
+
+    for workers in (1, 2):
+        pool = make_executor("processes", workers=workers)
+        try:
+            assert pool.submit(_torch_threads, None).result(timeout=120) == max(1, usable_cores() // workers)
+        finally:
+            pool.shutdown()
+    pool = make_executor("processes", workers=1, threads=3)              # asked for: python -m memcap --threads 3
+    try:
+        assert pool.submit(_torch_threads, None).result(timeout=120) == 3
+    finally:
+        pool.shutdown()
+    with pytest.raises(ValueError, match="threads is only used by the processes executor, not by executor 'threads'"):
+        make_executor("threads", threads=2)
 
 
 def test_executor_flags_are_refused_where_unused():

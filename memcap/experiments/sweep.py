@@ -483,24 +483,70 @@ class _DaskExecutor:
         self.shutdown(wait=False)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which cancels the sweep and terminates them."""
+def _start_worker(threads: int) -> None:
+    """A pool worker: ``threads`` torch threads (so that the workers share the cores, not oversubscribe
+    them), and Ctrl-C left to the parent, which cancels the sweep and terminates the workers."""
     import signal
 
+    import torch
+
+    torch.set_num_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None) -> Any:
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity where the platform says, else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:   # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def default_executor(device_type: str, jobs: int, cores: int | None = None) -> tuple[str, int | None]:
+    """``(kind, workers)`` of the executor ``python -m memcap sweep`` uses for ``jobs`` jobs when none is named.
+
+    On a CPU with ``cores`` >= 2 (None: :func:`usable_cores`) and at least two jobs: 'processes', one
+    single-threaded worker per core (at most one per job). Why processes: a worker's Python work (op
+    dispatch, autograd; about 1.4 ms of a 3-9 ms stack step on dana_fig2b's paper models, see
+    ``memcap.train.partition.STACK_COST``) never waits for another worker's interpreter lock, and
+    the ~3 CPU-seconds a process spends starting (spawn, import torch) are nothing next to a paper job.
+    Measured on the shared 2-core reference machine (four dana_fig2b paper jobs cut to 150 steps, 6 s
+    each; best runs at a load of 2-3): 2 processes 22 s, 2 threads 17-22 s, in process 23 s; cut to 500
+    steps, one run each while other work loaded the machine (load 7, 5, 3): threads 130 s, processes
+    164 s, in process 83 s. On a machine whose cores are taken by other work, no pool is faster.
+    On a GPU, a single core or for a single job: 'inprocess' (no worker to start).
+    """
+    if not isinstance(device_type, str):
+        raise TypeError(f"device_type must be a string such as 'cpu' or 'cuda', got {type(device_type).__name__}")
+    from memcap._checks import nonnegative_int, positive_int
+
+    nonnegative_int("jobs", jobs)
+    cores = usable_cores() if cores is None else positive_int("cores", cores)
+    workers = min(cores, jobs)
+    if device_type != "cpu" or workers < 2:
+        return "inprocess", None
+    return "processes", workers
+
+
+def make_executor(kind: str = "inprocess", *, workers: int | None = None, address: str | None = None,
+                  threads: int | None = None) -> Any:
     """An executor for :func:`run_sweep`.
 
     ``kind``: 'inprocess' (default, deterministic), 'threads' or 'processes' (``concurrent.futures`` pools
-    with ``workers`` workers), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
+    with ``workers`` workers, default 2; each process runs ``threads`` torch threads, None: usable_cores()
+    // workers, at least one), or 'dask' (a ``distributed.Client`` connected to ``address``, or a local
     cluster of ``workers`` single-threaded processes when ``address`` is None; needs
     ``pip install 'dask[distributed]'``). ``workers`` is refused for 'inprocess' and for 'dask' with an
-    ``address`` (the cluster has its own workers); ``address`` is refused for every kind but 'dask'.
+    ``address`` (the cluster has its own workers); ``address`` is refused for every kind but 'dask',
+    ``threads`` for every kind but 'processes'.
     """
     if kind not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {kind!r}")
+    if threads is not None:
+        from memcap._checks import positive_int
+        positive_int("threads", threads)
+        if kind != "processes":
+            raise ValueError(f"threads is only used by the processes executor, not by executor {kind!r}")
     if workers is not None:
         from memcap._checks import positive_int
         positive_int("workers", workers)
@@ -515,8 +561,10 @@ def make_executor(kind: str = "inprocess", *, workers: int | None = None, addres
         return cf.ThreadPoolExecutor(max_workers=workers or 2)
     if kind == "processes":
         import multiprocessing
-        return cf.ProcessPoolExecutor(max_workers=workers or 2, mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_ignore_sigint)
+        workers = workers or 2
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_start_worker,
+                                      initargs=(threads or max(1, usable_cores() // workers),))
     try:
         from distributed import Client, LocalCluster
     except ImportError:

@@ -25,8 +25,8 @@ n, T (and for the AoT d and the MLP width w) share one stack: weights are zero-p
 model (a zero head, zero d_h column or zero MLP unit adds nothing and gets zero gradient, so it stays
 zero), padded context tokens get attention exactly 0, padded examples are masked. Models that
 differ in what cannot be padded (see ``shape_key``) go to separate stacks, and so do models whose
-padding would waste much work (big MHA models of different H, AoTs with and without an MLP: see
-``memcap.train.loop.split_group``).
+padding would waste much work (big MHA models of different H, AoTs with and without an MLP, and on a
+CPU AoTs whose padding costs more than another stack: see ``memcap.train.loop.split_group``).
 
 The engine is a small package, one concern per module, each readable top to bottom:
 
@@ -41,6 +41,7 @@ module                          what it holds
 ``memcap.train.stack``          one stack: weights as rows of one tensor, data, loss, evaluation
 ``memcap.train.adam``           Adam on the rows of a stack, per-model rates and freezing
 ``memcap.train.loop``           :func:`train_models`: stacks in, :class:`TrainResult` out
+``memcap.train.partition``      AoTs cut into stacks on a CPU where padding costs more than a stack
 ``memcap.train.capacity``       :func:`capacity_search`: the largest memorized training set
 ``memcap.train.inspection``     :func:`trained_attention`: attention of a trained model
 ``memcap.train.authors``        the papers' own training recipes, for ``python -m memcap bench`` only

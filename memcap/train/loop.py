@@ -13,6 +13,7 @@ from memcap._checks import listed, positive_int
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
 from memcap.train.config import TrainConfig
+from memcap.train.partition import cheapest_cut
 from memcap.train.schedule import lr_factor
 from memcap.train.specs import AoTSpec, MHASpec, Spec
 from memcap.train.stack import Stack
@@ -149,7 +150,9 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
     """Indices of one shape group split into stacks where padding them to one shape would waste much work.
 
     AoTs: those with an MLP (w > 0) and those without go to separate stacks (padded together, every AoT
-    would compute the widest MLP and every MLP model the most heads). MHA models: split into stacks of
+    would compute the widest MLP and every MLP model the most heads); on a CPU each part is then cut
+    where padding costs more than another stack (:func:`memcap.train.partition.cheapest_cut`: on
+    dana_fig2b's paper job, per-H stacks of H = 1..31 took 0.58 of the time of one padded stack). MHA models: split into stacks of
     equal H when they are big and H varies much, on a CPU only (``device_type`` ``"cpu"``): a GPU is far
     from full with one such model, and one stacked program saves the kernel launches that bound it (on an
     H200 the split left ``mahdavi_fig2a``'s stack no faster than one model at a time). A model's head work
@@ -162,7 +165,10 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
     whole = [list(range(len(specs)))]
     if isinstance(specs[0], AoTSpec):
         parts = [[i for i, s in enumerate(specs) if (s.mlp_width > 0) == mlp] for mlp in (False, True)]
-        return [p for p in parts if p]
+        parts = [p for p in parts if p]
+        if device_type != "cpu":
+            return parts
+        return [[p[j] for j in cut] for p in parts for cut in cheapest_cut([specs[i] for i in p], batch)]
     if device_type != "cpu" or len({s.heads for s in specs}) == 1:
         return whole
 
