@@ -12,10 +12,13 @@ this version and fails, asking for the bump, when the engine's numbers change.
 
 __version__ = "0.2.0"
 
-ENGINE_VERSION = 3
+ENGINE_VERSION = 4
 """Numerics of the training engine; part of every cache entry's manifest.
 
 2: the AoT forward for S = 2 in closed form, the loss once per sequence when a batch covers all N^2,
 and a written-out cross-entropy (same mathematics as 1, other rounding).
 3: on a CPU, AoTs of one shape group cut into stacks by a cost model (``memcap.train.partition``) instead
-of padded into one: each model's mathematics as in 2, float32 rounding may differ."""
+of padded into one: each model's mathematics as in 2, float32 rounding may differ.
+4: softmax and cross-entropy with hand-written backward passes on short rows (under 16 entries, under
+32 classes), torch's kernels on longer ones (same mathematics as 3, other rounding); Adam in place when every model of a stack
+is active (the same bits)."""

@@ -339,13 +339,41 @@ def test_per_sequence_loss_equals_per_example_loss_and_gradient():
     assert torch.allclose(grads[0][1], grads[1][1], atol=1e-12, rtol=0) and grads[0][1].abs().sum() > 0
 
 
-def test_written_out_cross_entropy_equals_torch():
-    from memcap.train.forward import cross_entropy
+@pytest.mark.parametrize("classes", [2, 11, 31, 32, 50])
+def test_cross_entropy_both_paths_equal_torch_with_their_gradients(classes):
+    from memcap.train.forward import FEW_CLASSES, _FewClassCrossEntropy, cross_entropy
 
-    logits = torch.randn(3, 7, 11, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 30
-    labels = torch.randint(11, (3, 7), generator=torch.Generator().manual_seed(1))
-    ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none").view(3, 7)
-    assert torch.allclose(cross_entropy(logits, labels), ref, atol=1e-12, rtol=0)
+    logits = torch.randn(3, 7, classes, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 30
+    labels = torch.randint(classes, (3, 7), generator=torch.Generator().manual_seed(1))
+    ref = -torch.log_softmax(logits, -1).gather(-1, labels[..., None])[..., 0]
+    out = cross_entropy(logits, labels)
+    assert out.shape == (3, 7) and torch.allclose(out, ref, atol=1e-12, rtol=0)
+    small = (logits / 30).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: cross_entropy(x, labels), (small,))
+    assert torch.autograd.gradcheck(lambda x: _FewClassCrossEntropy.apply(x, labels), (small,))
+    assert (classes < FEW_CLASSES) == (cross_entropy(small, labels).grad_fn.name() == "_FewClassCrossEntropyBackward")
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 15, 16, 33])
+def test_softmax_both_paths_equal_torch_with_their_gradients_and_padding(n):
+    """Short rows take the hand-written backward, long rows torch's kernel: both must be the softmax, with
+    its gradient (gradcheck in float64), and padding entries (-inf) must get weight and gradient exactly 0."""
+    from memcap.train.forward import SHORT_ROW, _ShortSoftmax, _softmax
+
+    gen = torch.Generator().manual_seed(n)
+    scores = (torch.randn(2, 3, 4, n, generator=gen, dtype=torch.float64) * 5).requires_grad_()
+    assert torch.allclose(_softmax(scores), torch.softmax(scores, -1), atol=1e-14, rtol=0)
+    assert torch.autograd.gradcheck(_softmax, (scores,))
+    assert torch.autograd.gradcheck(_ShortSoftmax.apply, (scores,))   # the short path, whatever n
+    if n >= 2:
+        bias = torch.zeros(n, dtype=torch.float64)
+        bias[-1] = float("-inf")
+        theta = _softmax(scores + bias)
+        (grad,) = torch.autograd.grad((theta * torch.randn(theta.shape, generator=gen, dtype=torch.float64)).sum(),
+                                      scores)
+        assert torch.all(theta[..., -1] == 0) and torch.all(grad[..., -1] == 0)
+        assert torch.allclose(theta.sum(-1), torch.ones((), dtype=torch.float64), atol=1e-14, rtol=0)
+    assert (n < SHORT_ROW) == (_softmax(scores).grad_fn.name() == "_ShortSoftmaxBackward")
 
 
 def test_big_mha_models_of_different_h_are_split_small_ones_stacked_mlp_models_apart():
@@ -375,3 +403,28 @@ def test_mha_paths_for_values_of_width_one_and_scores_through_w_q_k_agree():
     out = mha_forward_stacked(stacked, ctx, qry)
     for i, p in enumerate(inits):
         assert torch.allclose(out[i], mha_forward(MHAParams(**p), ctx[i], qry[i]), atol=1e-10, rtol=0)
+
+
+def test_adam_in_place_path_gives_the_bits_of_the_masked_path_and_freezes_exactly():
+    """Adam takes an in-place path when every model is active and a masked one otherwise: on the active
+    rows both must give the same bits (float32, five steps), and an inactive row must not move at all."""
+    from memcap.train.adam import adam_update
+
+    gen = torch.Generator().manual_seed(0)
+    flat0 = torch.randn(3, 50, generator=gen)
+    grads = [torch.randn(3, 50, generator=gen) for _ in range(5)]
+    lr = torch.tensor([1e-2, 3e-3, 1e-3])
+
+    def run(active):
+        flat = flat0.clone()
+        state = {"t": torch.zeros(3, dtype=torch.long), "m": torch.zeros(3, 50), "v": torch.zeros(3, 50)}
+        for g in grads:
+            adam_update(flat, g, state, lr, active, (0.9, 0.999), 1e-8)
+        return flat, state
+
+    every, st_every = run(torch.tensor([True, True, True]))
+    some, st_some = run(torch.tensor([True, True, False]))
+    assert torch.equal(every[:2], some[:2]) and torch.equal(st_every["m"][:2], st_some["m"][:2])
+    assert torch.equal(st_every["v"][:2], st_some["v"][:2])
+    assert torch.equal(some[2], flat0[2]) and not torch.equal(every[2], flat0[2])
+    assert st_some["t"].tolist() == [5, 5, 0] and torch.all(st_some["m"][2] == 0)

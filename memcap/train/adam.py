@@ -18,6 +18,11 @@ def adam_update(flat: torch.Tensor, grad: torch.Tensor, state: dict, lr: torch.T
     c1 = (1 - b1 ** t).to(flat.dtype)[:, None]                                # bias corrections (m, 1)
     c2 = (1 - b2 ** t).to(flat.dtype)[:, None]
     m1, m2 = state["m"], state["v"]
+    if bool(active.all()):   # in place, the same operations in the same order: the same bits, half the time
+        m1.mul_(b1).add_(grad * (1 - b1))
+        m2.mul_(b2).add_(grad.mul(1 - b2).mul_(grad))
+        flat.sub_(((lr[:, None] / c1) * m1).div_(m2.sqrt().div_(c2.sqrt()).add_(eps)))
+        return
     m1.copy_(torch.where(on, b1 * m1 + (1 - b1) * grad, m1))
     m2.copy_(torch.where(on, b2 * m2 + (1 - b2) * grad * grad, m2))
     step = (lr[:, None] / c1) * m1 / (m2.sqrt() / c2.sqrt() + eps)
