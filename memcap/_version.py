@@ -20,5 +20,5 @@ and a written-out cross-entropy (same mathematics as 1, other rounding).
 3: on a CPU, AoTs of one shape group cut into stacks by a cost model (``memcap.train.partition``) instead
 of padded into one: each model's mathematics as in 2, float32 rounding may differ.
 4: softmax and cross-entropy with hand-written backward passes on short rows (under 16 entries, under
-32 classes), torch's kernels on longer ones (same mathematics as 3, other rounding); Adam in place when every model of a stack
-is active (the same bits)."""
+32 classes), torch's kernels on longer ones (same mathematics as 3, other rounding); Adam in place when
+every model of a stack is active (the same bits)."""

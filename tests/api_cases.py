@@ -176,6 +176,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.real": "the package of the real-model code (its modules are public modules)",
     "memcap.textbook": "the package of the book's machinery (docstring only; its modules are classified one by one)",
     "memcap.exercises": "the students' door: the same objects as memcap.textbook.exercises (tests/test_layout.py)",
+    "memcap.sweep": "the old name of memcap.experiments.sweep: importing it gives that very module "
+                    "(tests/test_layout.py)",
     "memcap.plotting": "figure style: takes figures, axes and plotted values, never a model's tensors",
     "memcap.textbook.site": "Sphinx directives and page ids (strings)",
     "memcap.textbook.course": "the course guide's Sphinx directives (strings)",

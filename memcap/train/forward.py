@@ -16,7 +16,6 @@ import torch.nn.functional as F
 
 from memcap._checks import check_shape, check_tensor, float_input, id_tensor
 
-
 SHORT_ROW = 16
 """Rows shorter than this go through :class:`_ShortSoftmax`; longer ones through ``torch.softmax``. Measured
 on the reference CPU (one thread, forward and backward, same number of entries): for rows of 8,
