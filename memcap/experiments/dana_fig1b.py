@@ -7,7 +7,9 @@ the architecture. :func:`summarize` takes one of them at a time.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -54,6 +56,21 @@ QUICK = {
     "seeds": [0],
     "train": {"steps": 2000, "batch_size": 1024, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 500},
 }
+
+
+RECORDED = Path(__file__).parent / "recorded" / "dana_fig1b_paper.json"
+"""One run of this experiment's paper profile on the 2-core reference CPU (all 100 models: 10 values of d_h,
+both architectures, 5 seeds, 10,000 steps at 1e-3), kept with its command, engine version, commit and
+timings: too long for the build (13 minutes on both cores), so the chapter reads it like
+:data:`PUBLISHED`. Written from the results cache of ``python -m memcap sweep dana_fig1b --profile paper``."""
+
+
+def recorded_paper_run() -> tuple[dict, list[dict]]:
+    """(provenance, records) of :data:`RECORDED`: the provenance fields (command, engine_version,
+    git_commit, dates, sweep_wall_seconds, config, ...) and one record per model, ready for :func:`summarize`."""
+    data = json.loads(RECORDED.read_text())
+    records = data.pop("records")
+    return data, records
 
 
 def jobs(profile: str) -> list[dict]:
