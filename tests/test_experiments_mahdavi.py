@@ -305,3 +305,35 @@ def test_log_ticks_label_narrow_ranges_and_legend_below_checks_labels():
     with pytest.raises(ValueError, match="outside"):
         plotting.legend_below(fig, wide)
     plotting.plt.close(fig)
+
+
+def test_saturation_from_max_weights_equals_saturation_and_refuses_bad_input():
+    theta = np.random.default_rng(0).dirichlet(np.full(5, 0.05), size=(30, 4))     # (T, H, n), peaked rows
+    full = mahdavi_fig3.saturation(theta)
+    short = mahdavi_fig3.saturation_of_max_weights(theta.max(axis=2))
+    assert set(full) == set(short) and full["fraction_saturated"] == short["fraction_saturated"]
+    assert np.array_equal(full["saturated"], short["saturated"]) and np.array_equal(full["count"], short["count"])
+    with pytest.raises(ValueError, match="top must have shape"):
+        mahdavi_fig3.saturation_of_max_weights(np.ones(4))
+    with pytest.raises(ValueError, match="top must hold"):
+        mahdavi_fig3.saturation_of_max_weights(np.full((2, 2), 1.5))
+    with pytest.raises(ValueError, match="threshold"):
+        mahdavi_fig3.saturation_of_max_weights(np.full((2, 2), 0.5), threshold=1.0)
+
+
+def test_recorded_fig3_paper_run_is_the_paper_training_job_with_its_provenance():
+    """The recorded run holds one model per spec of today's paper training job, trained with its config by
+    an engine no newer than this one; the statistics are recomputed from the kept largest weights."""
+    from memcap import ENGINE_VERSION
+    from memcap.train import spec_from_dict
+
+    info, models = mahdavi_fig3.recorded_paper_run()
+    job = mahdavi_fig3.jobs("paper")[1]
+    assert job["kind"] == "train" and info["config"] == job["config"]
+    assert 1 <= info["engine_version"] <= ENGINE_VERSION and len(info["git_commit"]) == 40
+    fields = ("model",) + mahdavi_fig3._SPEC_FIELDS
+    assert [spec_from_dict({k: m[k] for k in fields}) for m in models] == [spec_from_dict(r) for r in job["specs"]]
+    for m in models:
+        assert m["saturated"].shape == (m["examples"], m["heads"]) and 0 <= m["fraction_saturated"] <= 1
+        assert m["capacity"] is None and 0.0 <= m["accuracy"] <= 1.0
+    assert mahdavi_fig3.verdict(models).status in ("yes", "partly", "no")

@@ -9,7 +9,9 @@ and training at the fixed T with the weights kept, so the chapter can compute at
 """
 from __future__ import annotations
 
+import json
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
 
@@ -45,6 +47,24 @@ QUICK = {
 }
 
 
+RECORDED = Path(__file__).parent / "recorded" / "mahdavi_fig3_paper.json"
+"""One run of the paper profile's training job on the 2-core reference CPU (d = 64, n = 32, H = 4 at T = 550
+and H = 8 at T = 1300, up to 300,000 steps with early stop), kept with its command, engine version, commit
+and timing: for each model its record and the largest attention weight of every head on every example
+(``max_weight``, (T, H)), from which :func:`saturation_of_max_weights` recomputes the statistics. The
+capacity search of the paper profile is not part of it (hours on this machine)."""
+
+
+def recorded_paper_run() -> tuple[dict, list[dict]]:
+    """(provenance, models) of :data:`RECORDED`; each model as in :func:`summarize`'s output (its record and
+    saturation statistics; ``capacity`` and ``upper`` None: no search was recorded)."""
+    data = json.loads(RECORDED.read_text())
+    models = []
+    for m in data.pop("models"):
+        top = np.asarray(m.pop("max_weight"), dtype=float)
+        models.append({**m, **saturation_of_max_weights(top), "capacity": None, "upper": None})
+    return data, models
+
 def jobs(profile: str) -> list[dict]:
     """A capacity-search job (all H stacked), then one training job at the chosen T per H, weights kept."""
     grid = PAPER if profile == "paper" else QUICK
@@ -69,10 +89,20 @@ def saturation(theta: np.ndarray, threshold: float = SATURATION_THRESHOLD) -> di
         raise ValueError(f"theta must have shape (T, H, n) with no empty axis, got {theta.shape}")
     if not np.allclose(theta.sum(axis=2), 1.0, atol=1e-5) or (theta < 0).any():
         raise ValueError("theta must hold softmax weights: non-negative, summing to 1 over the context axis")
+    return saturation_of_max_weights(theta.max(axis=2), threshold)
+
+
+def saturation_of_max_weights(top: np.ndarray, threshold: float = SATURATION_THRESHOLD) -> dict:
+    """:func:`saturation`'s statistics from ``top`` (T, H), the largest attention weight of head h on example t
+    (all a recorded run needs to keep, :func:`recorded_paper_run`)."""
+    top = np.asarray(top, dtype=float)
+    if top.ndim != 2 or 0 in top.shape:
+        raise ValueError(f"top must have shape (T, H) with no empty axis, got {top.shape}")
+    if not np.all((top > 0) & (top <= 1 + 1e-6)):
+        raise ValueError("top must hold largest softmax weights, in (0, 1]")
     threshold = float(threshold)
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must lie in (0, 1), got {threshold}")
-    top = theta.max(axis=2)                                                   # (T, H)
     sat = top > threshold
     return {"max_weight": top, "saturated": sat, "count": sat.sum(axis=1),
             "fraction_saturated": float(sat.mean()), "fraction_with_unsaturated": float((~sat).any(axis=1).mean())}
