@@ -130,7 +130,10 @@ def test_bad_profile_variable_does_not_break_help_and_is_an_argument_error():
 
 
 _PATCHED_CLI = textwrap.dedent("""
-    import json, os, sys
+    import json, os, signal, sys
+    # a user's Ctrl-C reaches a command whose SIGINT is handled; a test run launched in the background of a
+    # non-interactive shell (nohup ... &) inherits SIGINT ignored, and the sweep would never see it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from memcap import experiments
     jobs = json.loads(sys.argv[1])
     experiments.get("dana_fig4").jobs = lambda profile: jobs
