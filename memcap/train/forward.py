@@ -1,8 +1,8 @@
 """Stacked forward passes: m models of one family evaluated at once, with a leading model axis.
 
 These are the training engine's fast paths (per-model keys and values of a shared context computed
-once, a softmax and a cross-entropy with hand-written backward passes for short rows, zero-padding masks, and for AoTs on
-two tokens a closed form over the N^2 possible sequences). The readable definitions of the two
+once, a softmax and a cross-entropy with hand-written backward passes for short rows, zero-padding
+masks, and for AoTs on two tokens a closed form over the N^2 possible sequences). The readable definitions of the two
 models are :func:`memcap.models.mha_forward` and :func:`memcap.models.aot_forward`;
 ``tests/test_train.py`` checks that model i of a stack equals them on its slice.
 """
@@ -18,9 +18,9 @@ from memcap._checks import check_shape, check_tensor, float_input, id_tensor
 
 SHORT_ROW = 16
 """Rows shorter than this go through :class:`_ShortSoftmax`; longer ones through ``torch.softmax``. Measured
-on the reference CPU (one thread, forward and backward, same number of entries): for rows of 8,
-torch's kernel took 1.6 times as long as the hand-written one and for rows of 12, 4.4 times; for rows
-of 16 to 32 it took 0.4 to 0.6 times as long (its vector kernel fills a row from 16 entries on)."""
+on the reference CPU (one thread, forward and backward): for rows of 8 and of 12 entries torch's kernel took
+3.8 and 4.4 times as long as the hand-written one; for rows of 16 to 32 it took 0.45 to 0.75 times as long
+(its vector kernel fills a row from 16 entries on)."""
 
 
 class _ShortSoftmax(torch.autograd.Function):
@@ -53,8 +53,11 @@ def _softmax(scores: torch.Tensor) -> torch.Tensor:
 FEW_CLASSES = 32
 """Rows of fewer classes than this go through :class:`_FewClassCrossEntropy`, longer ones through torch's
 kernel. Measured on the reference CPU (one thread, forward and backward): on 10 classes torch's kernel
-took about 3 times as long as the hand-written one (dana_fig4's rows), on 50 to 100 classes 0.6 to 0.9
-times as long."""
+took 2.2 to 3.2 times as long as the hand-written one (dana_fig4's rows), on 20 classes 0.65 times and on
+50 to 100 classes 0.6 to 0.9 times as long. So the crossing lies between 10 and 20 classes: rows of 20 to
+31 classes would gain from a lower threshold. Left at 32 for now: lowering it changes the float32 rounding
+of models with 16 to 31 classes (the quick dana_fig3, the bench's aot), whose build verdicts must then be
+checked again."""
 
 
 class _FewClassCrossEntropy(torch.autograd.Function):
