@@ -321,18 +321,11 @@ def test_saturation_from_max_weights_equals_saturation_and_refuses_bad_input():
         mahdavi_fig3.saturation_of_max_weights(np.full((2, 2), 0.5), threshold=1.0)
 
 
-def test_recorded_fig3_paper_run_is_the_paper_training_job_with_its_provenance():
-    """The recorded run holds one model per spec of today's paper training job, trained with its config by
-    an engine no newer than this one; the statistics are recomputed from the kept largest weights."""
-    from memcap import ENGINE_VERSION
-    from memcap.train import spec_from_dict
-
+def test_recorded_fig3_paper_run_recomputes_the_saturation_statistics():
+    """The recorded run (its provenance is checked in test_recorded.py) is the paper's training job; the
+    statistics are recomputed from the kept largest weights."""
     info, models = mahdavi_fig3.recorded_paper_run()
-    job = mahdavi_fig3.jobs("paper")[1]
-    assert job["kind"] == "train" and info["config"] == job["config"]
-    assert 1 <= info["engine_version"] <= ENGINE_VERSION and len(info["git_commit"]) == 40
-    fields = ("model",) + mahdavi_fig3._SPEC_FIELDS
-    assert [spec_from_dict({k: m[k] for k in fields}) for m in models] == [spec_from_dict(r) for r in job["specs"]]
+    assert info["jobs"] == [1] and mahdavi_fig3.jobs("paper")[1]["kind"] == "train"
     for m in models:
         assert m["saturated"].shape == (m["examples"], m["heads"]) and 0 <= m["fraction_saturated"] <= 1
         assert m["capacity"] is None and 0.0 <= m["accuracy"] <= 1.0

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
 
 import numpy as np
 import pytest
@@ -201,6 +204,45 @@ def _running(pid: int) -> bool:
             return fh.read().rsplit(") ", 1)[-1][0] != "Z"
     except OSError:
         return False
+
+
+_OWNER = """
+import sys, time
+from memcap.experiments.sweep import make_executor
+pool = make_executor("processes", workers=2, threads=1)
+futures = [pool.submit(time.sleep, 300) for _ in range(2)]
+while not all(f.running() for f in futures):
+    time.sleep(0.05)
+print(" ".join(str(p.pid) for p in pool._processes.values()), flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is a Linux call")
+def test_workers_end_when_the_sweep_is_killed():
+    """The pool's owner is killed with SIGKILL (as ``kill -9``, or an out-of-memory kill) while both workers
+    sleep in a 5-minute job: no code of the owner runs, yet the workers end (they asked the kernel to end
+    them with their parent) instead of running on with no one to take their results."""
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2 and all(_running(pid) for pid in pids)
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(_running(pid) for pid in pids):
+            time.sleep(0.05)
+        assert not [pid for pid in pids if _running(pid)], "a worker outlived its killed parent"
+    finally:
+        proc.kill()
+        for pid in pids if "pids" in locals() else ():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def test_default_executor_is_one_single_threaded_process_per_core_on_a_multicore_cpu():

@@ -7,13 +7,12 @@ the architecture. :func:`summarize` takes one of them at a time.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from memcap import bounds
+from memcap.experiments import recorded
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.experiments.verdicts import Verdict, grade
@@ -58,7 +57,7 @@ QUICK = {
 }
 
 
-RECORDED = Path(__file__).parent / "recorded" / "dana_fig1b_paper.json"
+RECORDED = recorded.path(NAME)
 """One run of this experiment's paper profile on the 2-core reference CPU (all 100 models: 10 values of d_h,
 both architectures, 5 seeds, 10,000 steps at 1e-3), kept with its command, engine version, commit and
 timings: too long for the build (13 minutes on both cores), so the chapter reads it like
@@ -68,9 +67,7 @@ timings: too long for the build (13 minutes on both cores), so the chapter reads
 def recorded_paper_run() -> tuple[dict, list[dict]]:
     """(provenance, records) of :data:`RECORDED`: the provenance fields (command, engine_version,
     git_commit, dates, sweep_wall_seconds, config, ...) and one record per model, ready for :func:`summarize`."""
-    data = json.loads(RECORDED.read_text())
-    records = data.pop("records")
-    return data, records
+    return recorded.load(NAME)
 
 
 def jobs(profile: str) -> list[dict]:

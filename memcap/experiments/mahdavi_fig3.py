@@ -9,12 +9,11 @@ and training at the fixed T with the weights kept, so the chapter can compute at
 """
 from __future__ import annotations
 
-import json
 from dataclasses import fields
-from pathlib import Path
 
 import numpy as np
 
+from memcap.experiments import recorded
 from memcap.experiments._grids import mha_capacity_jobs, split_jobs
 from memcap.experiments.verdicts import Verdict, grade, holds, percent
 from memcap.train import MHASpec, TrainConfig, spec_from_dict, trained_attention
@@ -47,7 +46,7 @@ QUICK = {
 }
 
 
-RECORDED = Path(__file__).parent / "recorded" / "mahdavi_fig3_paper.json"
+RECORDED = recorded.path(NAME)
 """One run of the paper profile's training job on the 2-core reference CPU (d = 64, n = 32, H = 4 at T = 550
 and H = 8 at T = 1300, up to 300,000 steps with early stop), kept with its command, engine version, commit
 and timing: for each model its record and the largest attention weight of every head on every example
@@ -58,12 +57,12 @@ capacity search of the paper profile is not part of it (hours on this machine)."
 def recorded_paper_run() -> tuple[dict, list[dict]]:
     """(provenance, models) of :data:`RECORDED`; each model as in :func:`summarize`'s output (its record and
     saturation statistics; ``capacity`` and ``upper`` None: no search was recorded)."""
-    data = json.loads(RECORDED.read_text())
+    info, kept = recorded.load(NAME, "models")
     models = []
-    for m in data.pop("models"):
+    for m in kept:
         top = np.asarray(m.pop("max_weight"), dtype=float)
         models.append({**m, **saturation_of_max_weights(top), "capacity": None, "upper": None})
-    return data, models
+    return info, models
 
 def jobs(profile: str) -> list[dict]:
     """A capacity-search job (all H stacked), then one training job at the chosen T per H, weights kept."""

@@ -483,15 +483,39 @@ class _DaskExecutor:
         self.shutdown(wait=False)
 
 
-def _start_worker(threads: int) -> None:
+def _exit_with_parent(parent: int) -> None:
+    """Have the kernel end this process when ``parent`` (the pool's owner, by pid) ends, on Linux.
+
+    A sweep killed with ``kill`` (SIGTERM) or SIGKILL never reaches the code that terminates its pool, and
+    the workers would run on, each training its job, with no one to receive the result. Elsewhere nothing
+    is done (no such kernel call)."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)   # PR_SET_PDEATHSIG: SIGTERM when the parent exits
+    except (OSError, AttributeError):   # no libc with prctl (e.g. musl without it): leave it to the parent
+        return
+    if os.getppid() != parent:   # the parent ended before the call took effect
+        os._exit(1)
+
+
+def _start_worker(threads: int, parent: int | None = None) -> None:
     """A pool worker: ``threads`` torch threads (so that the workers share the cores, not oversubscribe
-    them), and Ctrl-C left to the parent, which cancels the sweep and terminates the workers."""
+    them), Ctrl-C left to the parent, which cancels the sweep and terminates the workers, and, given the
+    ``parent``'s pid, an exit when the parent is killed (:func:`_exit_with_parent`)."""
     import signal
 
     import torch
 
     torch.set_num_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        _exit_with_parent(parent)
 
 
 def usable_cores() -> int:
@@ -564,7 +588,7 @@ def make_executor(kind: str = "inprocess", *, workers: int | None = None, addres
         workers = workers or 2
         return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                       initializer=_start_worker,
-                                      initargs=(threads or max(1, usable_cores() // workers),))
+                                      initargs=(threads or max(1, usable_cores() // workers), os.getpid()))
     try:
         from distributed import Client, LocalCluster
     except ImportError:
