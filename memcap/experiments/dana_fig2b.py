@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memcap import bounds
+from memcap.experiments import recorded
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
 from memcap.experiments.verdicts import Verdict, grade
@@ -63,6 +64,13 @@ QUICK = {
     "seeds": [0],
     "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
 }
+
+
+RECORDED = recorded.path(NAME)
+"""One run of this experiment's whole paper profile on the 2-core reference CPU (385 models: d = d_h from 3
+to 13, seven H, five seeds, 10,000 steps at 1e-3), kept with its command, engine version, commit and timings
+(:mod:`memcap.experiments.recorded`; ``recorded.load(NAME)``): too long for the build, so the chapter reads
+it like :data:`PUBLISHED`."""
 
 
 def jobs(profile: str) -> list[dict]:

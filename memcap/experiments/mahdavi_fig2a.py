@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap.experiments import recorded
 from memcap.experiments._grids import mha_sweep_jobs
 from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
@@ -38,6 +39,13 @@ QUICK = {
     "seeds": [0],
     "train": {"steps": 2500, "batch_size": 128, "lr": 2e-2, "eval_every": 250},
 }
+
+
+RECORDED = recorded.path(NAME)
+"""One run of the paper profile's first job on the 2-core reference CPU (T = 10,000: d = 64, n = 32, every H
+of the paper stacked, up to 50,000 steps with early stop), kept with its command, engine version, commit and
+timing (:mod:`memcap.experiments.recorded`; ``recorded.load(NAME)``): the whole paper profile is hours per T
+on this machine. The chapter reads it like published data."""
 
 
 def jobs(profile: str) -> list[dict]:
