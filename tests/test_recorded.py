@@ -13,18 +13,18 @@ from memcap.train import AoTSpec, MHASpec
 RESULT_FIELDS = ("accuracy", "loss", "memorized", "steps", "stop_step")
 
 
-def _payload(name):
-    return "models" if "models" in json.loads(recorded.path(name).read_text()) else "records"
-
-
 @pytest.mark.parametrize("name", recorded.names())
 def test_every_record_is_todays_paper_grid_with_its_provenance(name):
     """One result per model of the paper jobs it names, trained with their config by an engine no newer than
     this one, at a named commit: a change of the paper grid fails here and asks for a new record."""
-    info, results = recorded.load(name, _payload(name))
+    info, results = recorded.load(name)
     assert info["experiment"] == name and info["profile"] == "paper"
     assert 1 <= info["engine_version"] <= ENGINE_VERSION
     assert re.fullmatch(r"[0-9a-f]{40}", info["git_commit"]) and info["machine"] and info["command"]
+    assert len(info["job_wall_seconds"]) == len(info["dates"]) == len(info["jobs"]) >= 1
+    assert all(t > 0 for t in info["job_wall_seconds"])
+    whole = info["sweep_wall_seconds"]   # the whole run lasts at least as long as its longest job
+    assert whole is None or whole >= max(info["job_wall_seconds"])
     paper = experiments.get(name).jobs("paper")
     picked = [paper[i] for i in info["jobs"]]
     assert all(job["kind"] == "train" and job["config"] == info["config"] for job in picked)
@@ -36,6 +36,8 @@ def test_every_record_is_todays_paper_grid_with_its_provenance(name):
 def test_names_lists_the_shipped_records():
     assert {"dana_fig1b", "mahdavi_fig3"} <= set(recorded.names())
     assert all(recorded.path(n).exists() for n in recorded.names())
+    assert recorded.load("mahdavi_fig3")[1] == recorded.load("mahdavi_fig3", "models")[1]   # no 'records'
+    assert recorded.load("dana_fig1b")[1] == recorded.load("dana_fig1b", "records")[1]
 
 
 def test_spec_of_drops_result_fields():

@@ -1,11 +1,12 @@
 """Paper-profile runs too long for the build, made once on the reference machine and kept with their provenance.
 
-A record is the file ``<experiment>_paper.json`` in this folder. It says how it was made (:data:`PROVENANCE`:
-``command``, ``machine``, ``engine_version``, ``git_commit``, ``torch_version``, ``config``, ...), which paper
-jobs it covers (``jobs``: indices into the experiment's ``jobs("paper")``) and what came out: ``records``, one
-per trained model as a sweep stores them (an experiment may keep other fields instead, e.g. ``models``). The
-chapters read a record like published data; the tests check that it still matches today's paper grid, so a
-change of grid asks for a new record.
+A record is the file ``<experiment>_paper.json`` in this folder. It says how it was made
+(:data:`PROVENANCE`: ``command``, ``machine``, wall times (``sweep_wall_seconds``: the whole run, None
+if not measured; ``job_wall_seconds``: per job), ``dates``, ``engine_version``, ``git_commit``,
+``torch_version``, ``config``), which paper jobs it covers (``jobs``: indices into the experiment's
+``jobs("paper")``) and what came out: ``records``, one per trained model as a sweep stores them (an
+experiment may keep other fields instead, e.g. ``models``). The chapters read a record like published
+data; the tests check that it still matches today's paper grid, so a change of grid asks for a new record.
 
 To make one, run the paper sweep into a results cache, then::
 
@@ -25,8 +26,8 @@ __all__ = ["FOLDER", "PROVENANCE", "path", "names", "load", "spec_of", "from_cac
 FOLDER = Path(__file__).parent
 """Where the records live (shipped with the package)."""
 
-PROVENANCE = ("experiment", "profile", "jobs", "command", "machine", "engine_version", "git_commit",
-              "torch_version", "config")
+PROVENANCE = ("experiment", "profile", "jobs", "command", "machine", "sweep_wall_seconds", "job_wall_seconds",
+              "dates", "engine_version", "git_commit", "torch_version", "config")
 """Fields every record has besides its results."""
 
 
@@ -42,13 +43,16 @@ def names() -> list[str]:
     return sorted(p.name.removesuffix("_paper.json") for p in FOLDER.glob("*_paper.json"))
 
 
-def load(experiment: str, payload: str = "records") -> tuple[dict, list]:
-    """``(provenance, results)`` of ``experiment``'s record: ``results`` is its ``payload`` field (a list),
-    ``provenance`` every other field. ValueError when there is no record, or a field is missing."""
+def load(experiment: str, payload: str | None = None) -> tuple[dict, list]:
+    """``(provenance, results)`` of ``experiment``'s record: ``results`` is its ``payload`` field (a list;
+    None: ``records``, or ``models`` in a record without ``records``), ``provenance`` every other field.
+    ValueError when there is no record, or a field is missing."""
     file = path(experiment)
     if not file.exists():
         raise ValueError(f"experiment {experiment!r} has no recorded paper run (have: {', '.join(names())})")
     data = json.loads(file.read_text(encoding="utf-8"))
+    if payload is None:
+        payload = "records" if "records" in data else "models"
     missing = [k for k in PROVENANCE + (payload,) if k not in data]
     if missing:
         raise ValueError(f"the record {file.name} lacks the fields {missing}")
