@@ -178,6 +178,20 @@ def test_fig2a_verdict_linear_partly_and_not():
     assert mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(falls)).status == "no"
 
 
+def test_fig2a_r2_below_ceiling_leaves_out_the_first_saturated_point():
+    """A straight rise that saturates between two grid points: the verdict's line keeps the first saturated
+    point and bends away (R^2 0.91, 'partly'); the points below 99 % alone lie on a line (R^2 0.99)."""
+    acc = {1: 0.026, 5: 0.149, 10: 0.469, 20: 0.981, 30: 1.0, 40: 1.0}
+    s = mahdavi_fig2a.summarize(_records("heads", list(acc), [10_000], lambda v, T, s: acc[v]))
+    assert mahdavi_fig2a.verdict(s).status == "partly" and s["r2"][0] == pytest.approx(0.910, abs=1e-3)
+    assert mahdavi_fig2a.r2_below_ceiling(s)[0] == pytest.approx(0.993, abs=1e-3)
+    assert "(the curve bends upwards at small $H$)" in mahdavi_fig2a.curvature(s)
+    rising = mahdavi_fig2a.summarize(_records("heads", [1, 2, 3, 4], [300, 500], lambda v, T, s: 0.1 * v))
+    assert np.allclose(mahdavi_fig2a.r2_below_ceiling(rising), rising["r2"])   # nothing saturated: the same line
+    short = mahdavi_fig2a.summarize(_records("heads", [1, 2, 3, 4], [300], lambda v, T, s: min(1.0, 0.45 * v)))
+    assert np.isnan(mahdavi_fig2a.r2_below_ceiling(short)[0])                   # two points below the ceiling
+
+
 def test_fig2b_verdict_tolerates_small_falls_only():
     def summary(values):
         return mahdavi_fig2b.summarize(_records("context_size", [1, 2, 4, 8], [200], lambda v, T, s: values[v]))

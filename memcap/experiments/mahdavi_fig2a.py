@@ -15,7 +15,7 @@ from memcap.experiments import recorded
 from memcap.experiments._grids import mha_sweep_jobs
 from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
-from memcap.fits import non_saturated
+from memcap.fits import linear_fit, non_saturated
 
 NAME = "mahdavi_fig2a"
 LABEL = "mha-fig-2a"
@@ -103,4 +103,24 @@ def curvature(summary: dict) -> str:
     bends = np.isfinite(slope) & (first < slope)
     text = holds(bends, T, f"going from ${H[0]}$ to ${H[1]}$ heads gains less than the fitted slope",
                  f"going from ${H[0]}$ to ${H[1]}$ heads gains at least the fitted slope")
-    return text + (" (the curves bend upwards at small $H$)" if bends.all() else "")
+    bend = "the curve bends" if len(T) == 1 else "the curves bend"
+    return text + (f" ({bend} upwards at small $H$)" if bends.all() else "")
+
+
+CEILING = 0.99
+"""The accuracy from which a curve counts as saturated: its line ends at the first point at or above it."""
+
+
+def r2_below_ceiling(summary: dict, ceiling: float = CEILING) -> np.ndarray:
+    """Per T (m,), the R² of the line through only the points below ``ceiling``; NaN where fewer than 3.
+
+    :func:`summarize`'s line (the verdict's) also keeps the first point at or above the ceiling, where the
+    curve reaches saturation; on a coarse H grid that one point can decide R². The paper's words, "the
+    non-saturated part", fit either reading; a chapter reports both.
+    """
+    out = []
+    for row in np.asarray(summary["accuracy"], dtype=float):
+        xs, ys = non_saturated(summary["heads"], row, ceiling=ceiling)
+        below = ys < ceiling
+        out.append(linear_fit(xs[below], ys[below]).r2 if below.sum() >= 3 else np.nan)
+    return np.array(out)
