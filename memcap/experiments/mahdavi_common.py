@@ -130,7 +130,12 @@ def theory_table(c: Curves, record: dict, kind: str = "accuracy") -> np.ndarray:
     return out
 
 
-def linear_on_unsaturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = 0.99) -> PolyFit | None:
+CEILING = 0.99
+"""The accuracy from which a curve of Mahdavi et al.'s figures counts as saturated: its line ends at the first
+point at or above it."""
+
+
+def linear_on_unsaturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = CEILING) -> PolyFit | None:
     """Mahdavi et al.'s linearity test: a least-squares line on the part of the curve before it reaches
     ``ceiling`` (first saturated point kept); None when fewer than 3 points remain (R² would be vacuous)."""
     xs, ys = non_saturated(x, y, ceiling=ceiling)

@@ -13,7 +13,7 @@ import numpy as np
 
 from memcap.experiments import recorded
 from memcap.experiments._grids import mha_sweep_jobs
-from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, theory_table
+from memcap.experiments.mahdavi_common import CEILING, curves, linear_on_unsaturated, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
 from memcap.fits import linear_fit, non_saturated
 
@@ -105,10 +105,6 @@ def curvature(summary: dict) -> str:
                  f"going from ${H[0]}$ to ${H[1]}$ heads gains at least the fitted slope")
     bend = "the curve bends" if len(T) == 1 else "the curves bend"
     return text + (f" ({bend} upwards at small $H$)" if bends.all() else "")
-
-
-CEILING = 0.99
-"""The accuracy from which a curve counts as saturated: its line ends at the first point at or above it."""
 
 
 def r2_below_ceiling(summary: dict, ceiling: float = CEILING) -> np.ndarray:
