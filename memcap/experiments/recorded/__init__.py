@@ -11,7 +11,9 @@ data; the tests check that it still matches today's paper grid, so a change of g
 To make one, run the paper sweep into a results cache, then::
 
     from memcap.experiments import recorded
-    recorded.save(recorded.from_cache("dana_fig2b", "results", machine="...", wall_seconds=2800))
+    data = recorded.from_cache("dana_fig2b", "results", machine="...",
+                               wall_seconds=3410)
+    recorded.save(data)
 """
 from __future__ import annotations
 
