@@ -376,6 +376,75 @@ def test_softmax_both_paths_equal_torch_with_their_gradients_and_padding(n):
     assert (n < SHORT_ROW) == (_softmax(scores).grad_fn.name() == "_ShortSoftmaxBackward")
 
 
+@pytest.mark.parametrize("n", [1, 3, 8, 16, 33])
+def test_scalar_value_attention_is_softmax_times_values_with_its_gradients_and_padding(n):
+    """d_v = 1 (Mahdavi et al.): p = sum_j softmax(s)_j v_j with a hand-written backward, for short rows
+    and long ones; gradcheck in float64 for scores and values, theta equal to the softmax, and a padding
+    entry (-inf) with weight and score gradient exactly 0 and no gradient for its value."""
+    from memcap.train.forward import _ScalarValueAttention
+
+    gen = torch.Generator().manual_seed(n)
+    scores = (torch.randn(2, 5, 3, n, generator=gen, dtype=torch.float64) * 4).requires_grad_()
+    values = torch.randn(2, 3, n, generator=gen, dtype=torch.float64).requires_grad_()
+    p, theta = _ScalarValueAttention.apply(scores, values)
+    ref = torch.softmax(scores, -1)
+    assert p.shape == (2, 5, 3) and torch.allclose(theta, ref, atol=1e-14, rtol=0)
+    assert torch.allclose(p, (ref * values[:, None]).sum(-1), atol=1e-13, rtol=0)
+    assert torch.autograd.gradcheck(lambda s, v: _ScalarValueAttention.apply(s, v)[0], (scores, values))
+    if n >= 2:
+        bias = torch.zeros(n, dtype=torch.float64)
+        bias[-1] = float("-inf")
+        p, theta = _ScalarValueAttention.apply(scores + bias, values)
+        g_s, g_v = torch.autograd.grad((p * torch.randn(p.shape, generator=gen, dtype=torch.float64)).sum(),
+                                       (scores, values))
+        assert torch.all(theta[..., -1] == 0) and torch.all(g_s[..., -1] == 0) and torch.all(g_v[..., -1] == 0)
+
+
+def test_stacked_mha_with_values_of_width_one_trains_like_the_readable_forward():
+    """The fused attention of the d_v = 1 path gives the output and the gradients of the readable forward
+    (memcap.models.mha_forward differentiated by autograd), with short rows and long ones."""
+    specs = [MHASpec(heads=h, context_size=n, examples=7, dim=6, head_dim=5, value_dim=1, classes=None,
+                     out_dim=2, embedding=False, seed=s) for h, n, s in [(1, 4, 0), (3, 20, 1)]]
+    gen = torch.Generator().manual_seed(3)
+    for spec in specs:
+        (p,), stacked = _stack_params([spec])
+        ctx = torch.rand(spec.context_size, 6, generator=gen, dtype=torch.float64)
+        qry = torch.rand(9, 6, generator=gen, dtype=torch.float64)
+        ours = {k: v.clone().requires_grad_() for k, v in stacked.items()}
+        out = mha_forward_stacked(ours, ctx[None], qry[None])[0]
+        ref_p = {k: torch.as_tensor(v, dtype=torch.float64).clone().requires_grad_() for k, v in p.items()}
+        ref = mha_forward(MHAParams(**ref_p), ctx, qry)
+        weight = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+        g_ours = torch.autograd.grad((out * weight).sum(), [ours[k] for k in ("W_K", "W_Q", "W_V")])
+        g_ref = torch.autograd.grad((ref * weight).sum(), [ref_p[k] for k in ("W_K", "W_Q", "W_V")])
+        assert torch.allclose(out, ref, atol=1e-12, rtol=0)
+        for a, b in zip(g_ours, g_ref):
+            assert torch.allclose(a[0], b, atol=1e-12, rtol=0)
+
+
+def test_keep_freed_memory_stops_page_faults_on_memory_freed_and_taken_again():
+    """Rounds of ten blocks of about 1 MiB, a little larger each round (as activations of growing stacks):
+    by default glibc maps every block larger than any freed before afresh, so its pages fault in again at
+    every round; after keep_freed_memory() the rounds reuse the heap and fault in about one round's pages."""
+    import subprocess
+    import sys as _sys
+
+    if not _sys.platform.startswith("linux"):
+        pytest.skip("glibc's mallopt: Linux only")
+    code = ("import resource, sys, torch\n"
+            "from memcap.train.memory import keep_freed_memory\n"
+            "if sys.argv[1] == 'keep': assert keep_freed_memory() and keep_freed_memory()\n"
+            "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "for r in range(20):\n"
+            "    blocks = [torch.ones((1 << 18) + r * 4096) for _ in range(10)]\n"
+            "    del blocks\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)\n")
+    faults = {mode: int(subprocess.run([_sys.executable, "-c", code, mode], capture_output=True, text=True,
+                                       check=True).stdout) for mode in ("keep", "default")}
+    pages = 10 * (1 << 20) // 4096                                    # one round: 10 blocks of 1 MiB
+    assert faults["keep"] < 2 * pages and faults["default"] > 10 * pages, faults
+
+
 def test_big_mha_models_of_different_h_are_split_small_ones_stacked_mlp_models_apart():
     from memcap.train.loop import split_group as split_by_heads
 

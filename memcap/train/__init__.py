@@ -40,6 +40,7 @@ module                          what it holds
 ``memcap.train.prepare``        initial weights and training sets, zero-padded to one shape
 ``memcap.train.stack``          one stack: weights as rows of one tensor, data, loss, evaluation
 ``memcap.train.adam``           Adam on the rows of a stack, per-model rates and freezing
+``memcap.train.memory``         the C heap keeps freed activations: no page faults per training step
 ``memcap.train.loop``           :func:`train_models`: stacks in, :class:`TrainResult` out
 ``memcap.train.partition``      AoTs cut into stacks on a CPU where padding costs more than a stack
 ``memcap.train.capacity``       :func:`capacity_search`: the largest memorized training set

@@ -1,7 +1,8 @@
 """Stacked forward passes: m models of one family evaluated at once, with a leading model axis.
 
 These are the training engine's fast paths (per-model keys and values of a shared context computed
-once, a softmax and a cross-entropy with hand-written backward passes for short rows, zero-padding
+once, a softmax and a cross-entropy with hand-written backward passes for short rows, attention over
+scalar values (d_v = 1) with a hand-written backward, zero-padding
 masks, and for AoTs on two tokens a closed form over the N^2 possible sequences). The readable definitions of the two
 models are :func:`memcap.models.mha_forward` and :func:`memcap.models.aot_forward`;
 ``tests/test_train.py`` checks that model i of a stack equals them on its slice.
@@ -40,6 +41,32 @@ class _ShortSoftmax(torch.autograd.Function):
         (weights,) = ctx.saved_tensors
         weighted = grad * weights
         return weighted.sub_(weights * weighted.sum(-1, keepdim=True))
+
+
+class _ScalarValueAttention(torch.autograd.Function):
+    """p = sum_j softmax(s)_j v_j over the last axis for scalar values (d_v = 1, Mahdavi et al.), one value
+    row per head shared by the batch: scores (m, B, H, n), values (m, H, n) -> (p (m, B, H), theta).
+
+    The backward pass is written out: with w = g theta, d scores = w (v - p) and d values = sum_B w, four
+    passes over the (m, B, H, n) tensor where autograd through the softmax and the product takes seven."""
+
+    @staticmethod
+    def forward(ctx, scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if scores.shape[-1] < SHORT_ROW:
+            theta = (scores - scores.amax(-1, keepdim=True)).exp_()          # -inf entries (padding) give 0
+            theta = theta.div_(theta.sum(-1, keepdim=True))
+        else:
+            theta = torch.softmax(scores, -1)
+        p = (theta * values[:, None]).sum(-1)
+        ctx.save_for_backward(theta, values, p)
+        ctx.mark_non_differentiable(theta)
+        return p, theta
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor, _unused: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        theta, values, p = ctx.saved_tensors
+        weighted = theta * grad[..., None]                                    # (m, B, H, n)
+        return weighted * (values[:, None] - p[..., None]), weighted.sum(1)
 
 
 def _softmax(scores: torch.Tensor) -> torch.Tensor:
@@ -111,10 +138,11 @@ def _mha_core(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries: 
             scores = scale * torch.einsum("mhnk,mbhk->mbhn", keys, q)       # (m, B, H, n), Eq. (1)
         if token_bias is not None:
             scores = scores + token_bias[:, None, None, :]
-        theta = _softmax(scores)                                              # Eq. (2)
-        if values.shape[3] == 1:   # d_v = 1 (Mahdavi et al.): a product and a sum, no permuted copy of theta
-            p = (theta * values[:, None, :, :, 0]).sum(-1, keepdim=True)     # (m, B, H, 1), Eqs. (3)-(4)
+        if values.shape[3] == 1:   # d_v = 1 (Mahdavi et al.): Eqs. (2)-(4) in one function, no copy of theta
+            p, theta = _ScalarValueAttention.apply(scores, values[..., 0])
+            p = p[..., None]                                                 # (m, B, H, 1)
         else:
+            theta = _softmax(scores)                                          # Eq. (2)
             p = torch.einsum("mbhn,mhnv->mbhv", theta, values)              # (m, B, H, d_v), Eqs. (3)-(4)
     else:
         q = torch.einsum("mhdk,mbd->mbhk", params["W_Q"], queries)          # (m, B, H, d_h)
@@ -150,7 +178,7 @@ def mha_outputs(params: dict[str, torch.Tensor], contexts: torch.Tensor, queries
         return torch.bmm(o, params["W_D"]), theta                            # Eq. (6)
     E, e = _mahdavi_embed(params, contexts, queries, positions)
     o, theta = _mha_core(params, E, e, 1.0 / math.sqrt(e.shape[-1]), token_bias)
-    return torch.bmm(o, params["W_D"]) + params["b_D"][:, None, :], theta
+    return torch.baddbmm(params["b_D"][:, None, :], o, params["W_D"]), theta   # o W_D + b_D, one pass
 
 
 def aot_pair_residuals(params: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -182,12 +210,14 @@ def aot_pair_residuals(params: dict[str, torch.Tensor]) -> torch.Tensor:
     a = torch.sigmoid(s1 - s2.transpose(1, 2)[:, :, None, :])                 # (m, H, t_1, t_2)
     W_OV = torch.matmul(params["W_O"], params["W_V"])                        # (m, H, d, d_in)
     W_OV = W_OV.permute(0, 3, 1, 2).reshape(m, d_in, H * d)
-    o1 = torch.bmm(z1, W_OV).view(m * N, H, d)                                # O_h,1(t_1)
+    o1 = torch.bmm(z1, W_OV).view(m, N, H, d)                                 # O_h,1(t_1)
     o2 = torch.bmm(z2, W_OV).view(m, N, H, d)                                 # O_h,2(t_2)
-    via1 = torch.bmm(a.permute(0, 2, 3, 1).reshape(m * N, N, H), o1)          # (m N, t_2, d): sum_h a O_h,1(t_1)
-    via2 = torch.bmm(a.permute(0, 3, 2, 1).reshape(m * N, N, H), o2.reshape(m * N, H, d))   # (m N, t_1, d)
+    # the sums over heads as products with d rows and N columns: (d x H)(H x N); the other way round,
+    # (N x H)(H x d), leaves d = 10 columns and took 3.3 times as long (one thread, dana_fig1a's sizes)
+    via1 = torch.matmul(o1.transpose(2, 3), a.permute(0, 2, 1, 3))            # (m, t_1, d, t_2): sum_h a O_h,1(t_1)
+    via2 = torch.matmul(o2.transpose(2, 3), a.permute(0, 3, 1, 2))            # (m, t_2, d, t_1): sum_h a O_h,2(t_2)
     base = x2 + o2.sum(2)                                                     # (m, t_2, d)
-    r = base[:, None] + via1.view(m, N, N, d) - via2.view(m, N, N, d).transpose(1, 2)
+    r = base[:, None] + via1.transpose(2, 3) - via2.permute(0, 3, 1, 2)       # (m, t_1, t_2, d)
     return r.reshape(m, N * N, d)
 
 

@@ -13,6 +13,7 @@ from memcap._checks import listed, positive_int
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
 from memcap.train.config import TrainConfig
+from memcap.train.memory import keep_freed_memory
 from memcap.train.partition import cheapest_cut
 from memcap.train.schedule import lr_factor
 from memcap.train.specs import AoTSpec, MHASpec, Spec
@@ -206,6 +207,8 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
         positive_int("max_stack", max_stack)
     device = pick_device(config.device)
     dtype = torch.float64 if config.dtype == "float64" else torch.float32
+    if device.type == "cpu":
+        keep_freed_memory()   # no page faults per step for activations freed and allocated again
     k = len(specs)
     keys = ("accuracy", "loss", "memorized", "steps", "stop_step")
     merged = {"accuracy": np.full(k, np.nan), "loss": np.zeros(k), "memorized": np.zeros(k, bool),
