@@ -200,6 +200,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.train.forward": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.inspection": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.loop": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.memory": "implementation of memcap.train: keep_freed_memory takes no argument and only sets "
+                           "the C heap's thresholds (tests/test_train.py counts its page faults)",
     "memcap.train.partition": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.prepare": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.schedule": "implementation of memcap.train (its public names are memcap.train's __all__)",
