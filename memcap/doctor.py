@@ -126,12 +126,25 @@ def _check_against_cpu(dev: torch.device) -> str:
         return "skipped: the device is the CPU"
     if exact_dtype(dev) != torch.float64:
         return f"skipped: {dev.type} has no float64"
-    spec = [MHASpec(heads=2, context_size=3, examples=20, dim=4, classes=5, seed=3)]
-    runs = [train_models(spec, TrainConfig(steps=40, batch_size=8, lr=1e-2, dtype="float64", device=where,
-                                           early_stop=False), keep_params=True) for where in ("cpu", str(dev))]
-    gap = max(float(np.abs(w - runs[1].params[0][name]).max()) for name, w in runs[0].params[0].items())
-    _require(gap <= 1e-6, f"weights trained on cpu and {dev} differ by {gap:.2e}")
-    return f"weights agree with the CPU's to {gap:.1e} (float64)"
+    gap = 0.0
+    for spec in _AGAINST_CPU:
+        runs = [train_models([spec], TrainConfig(steps=40, batch_size=8, lr=1e-2, dtype="float64", device=where,
+                                                 early_stop=False), keep_params=True) for where in ("cpu", str(dev))]
+        one = max((float(np.abs(w - runs[1].params[0][name]).max()) for name, w in runs[0].params[0].items() if w.size),
+                  default=0.0)
+        _require(one <= 1e-6, f"weights of {spec} trained on cpu and {dev} differ by {one:.2e}")
+        gap = max(gap, one)
+    return f"weights of {len(_AGAINST_CPU)} models (every forward path) agree with the CPU's to {gap:.1e} (float64)"
+
+
+_AGAINST_CPU = (
+    MHASpec(heads=2, context_size=3, examples=20, dim=4, classes=5, seed=3),
+    MHASpec(heads=2, context_size=3, examples=20, dim=4, value_dim=4, classes=None, seed=4),
+    AoTSpec(heads=3, head_dim=2, dim=3, vocab=5, seq_len=2, seed=5),
+    AoTSpec(heads=2, head_dim=2, dim=3, vocab=4, seq_len=3, seed=6),
+)
+"""One model per forward path of :mod:`memcap.train.forward`: d_v = 1 attention (hand-written backward), attention
+with d_v = d on a regression task, the closed form of two-token AoTs, the general AoT."""
 
 
 CHECKS: tuple[tuple[str, Callable[[torch.device], str]], ...] = (
