@@ -12,7 +12,7 @@ this version and fails, asking for the bump, when the engine's numbers change.
 
 __version__ = "0.2.0"
 
-ENGINE_VERSION = 5
+ENGINE_VERSION = 6
 """Numerics of the training engine; part of every cache entry's manifest.
 
 2: the AoT forward for S = 2 in closed form, the loss once per sequence when a batch covers all N^2,
@@ -24,4 +24,7 @@ of padded into one: each model's mathematics as in 2, float32 rounding may diffe
 every model of a stack is active (the same bits).
 5: for d_v = 1 the softmax and the weighted sum of values in one function with a hand-written backward;
 the closed form's sums over heads as (d x H)(H x N) products; o W_D + b_D in one product (same mathematics
-as 4, other float32 rounding; the float64 reference run did not move at 1e-7)."""
+as 4, other float32 rounding; the float64 reference run did not move at 1e-7).
+6: for d_v = 1 on rows under 16 tokens, the scores in the layout (m, n, H, B), tokens on an outer axis (same
+mathematics as 5, other float32 rounding; the float64 reference did not move at 1e-7); gradients taken at
+each weight's view of the stack's row (the same bits)."""

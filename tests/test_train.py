@@ -376,25 +376,35 @@ def test_softmax_both_paths_equal_torch_with_their_gradients_and_padding(n):
     assert (n < SHORT_ROW) == (_softmax(scores).grad_fn.name() == "_ShortSoftmaxBackward")
 
 
+@pytest.mark.parametrize("layout", ["tokens last", "tokens second"])
 @pytest.mark.parametrize("n", [1, 3, 8, 16, 33])
-def test_scalar_value_attention_is_softmax_times_values_with_its_gradients_and_padding(n):
-    """d_v = 1 (Mahdavi et al.): p = sum_j softmax(s)_j v_j with a hand-written backward, for short rows
-    and long ones; gradcheck in float64 for scores and values, theta equal to the softmax, and a padding
-    entry (-inf) with weight and score gradient exactly 0 and no gradient for its value."""
+def test_scalar_value_attention_is_softmax_times_values_with_its_gradients_and_padding(n, layout):
+    """d_v = 1 (Mahdavi et al.): p = sum_j softmax(s)_j v_j with a hand-written backward, in both layouts
+    (scores (m, B, H, n) and (m, n, H, B)), for short rows and long ones; gradcheck in float64 for scores
+    and values, theta equal to the softmax, and a padding entry (-inf) with weight and score gradient
+    exactly 0 and no gradient for its value."""
     from memcap.train.forward import _ScalarValueAttention
 
     gen = torch.Generator().manual_seed(n)
     scores = (torch.randn(2, 5, 3, n, generator=gen, dtype=torch.float64) * 4).requires_grad_()
     values = torch.randn(2, 3, n, generator=gen, dtype=torch.float64).requires_grad_()
-    p, theta = _ScalarValueAttention.apply(scores, values)
+
+    def attend(s, v):   # (p (m, B, H), theta (m, B, H, n)) through the layout under test
+        if layout == "tokens last":
+            p, theta = _ScalarValueAttention.apply(s, v[:, None], -1)
+            return p[..., 0], theta
+        p, theta = _ScalarValueAttention.apply(s.permute(0, 3, 2, 1), v.transpose(1, 2)[..., None], 1)
+        return p[:, 0].transpose(1, 2), theta.permute(0, 3, 2, 1)
+
+    p, theta = attend(scores, values)
     ref = torch.softmax(scores, -1)
     assert p.shape == (2, 5, 3) and torch.allclose(theta, ref, atol=1e-14, rtol=0)
     assert torch.allclose(p, (ref * values[:, None]).sum(-1), atol=1e-13, rtol=0)
-    assert torch.autograd.gradcheck(lambda s, v: _ScalarValueAttention.apply(s, v)[0], (scores, values))
+    assert torch.autograd.gradcheck(lambda s, v: attend(s, v)[0], (scores, values))
     if n >= 2:
         bias = torch.zeros(n, dtype=torch.float64)
         bias[-1] = float("-inf")
-        p, theta = _ScalarValueAttention.apply(scores + bias, values)
+        p, theta = attend(scores + bias, values)
         g_s, g_v = torch.autograd.grad((p * torch.randn(p.shape, generator=gen, dtype=torch.float64)).sum(),
                                        (scores, values))
         assert torch.all(theta[..., -1] == 0) and torch.all(g_s[..., -1] == 0) and torch.all(g_v[..., -1] == 0)
@@ -497,3 +507,29 @@ def test_adam_in_place_path_gives_the_bits_of_the_masked_path_and_freezes_exactl
     assert torch.equal(st_every["v"][:2], st_some["v"][:2])
     assert torch.equal(some[2], flat0[2]) and not torch.equal(every[2], flat0[2])
     assert st_some["t"].tolist() == [5, 5, 0] and torch.all(st_some["m"][2] == 0)
+
+
+@pytest.mark.parametrize("family", ["mha", "aot"])
+def test_stack_gradient_equals_the_gradient_of_the_whole_row(family):
+    """Stack.gradient (autograd stopped at each weight's view, copied into its columns) gives exactly the
+    numbers of torch.autograd.grad(loss, [flat]), padding columns included; a weight the loss does not use
+    gets zeros in its columns, written over whatever the buffer held."""
+    if family == "mha":
+        specs = [MHASpec(heads=h, context_size=n, examples=12, dim=6, classes=5, seed=s)
+                 for h, n, s in [(1, 3, 0), (3, 5, 1)]]
+    else:
+        specs = [AoTSpec(heads=h, head_dim=2, dim=3, vocab=5, mlp_width=w, seed=s)
+                 for h, w, s in [(1, 4, 0), (3, 2, 1)]]
+    stack = Stack(specs, torch.float64, torch.device("cpu"))
+    idx = torch.randint(12 if family == "mha" else 25, (2, 7), generator=torch.Generator().manual_seed(0))
+    weight = torch.ones(2, 7, dtype=torch.float64)
+    views = stack.views(stack.flat)
+    loss = stack.losses(views, idx, weight, count_correct=False)[0].sum()
+    (whole,) = torch.autograd.grad(loss, [stack.flat], retain_graph=True)
+    ours = stack.gradient(loss, views, torch.full_like(whole, float("nan")))
+    assert torch.equal(ours, whole) and bool(whole.abs().sum() > 0)
+    views = stack.views(stack.flat)
+    first, _, a, b = stack.layout[0]
+    partial = stack.gradient((views[first] ** 2).sum(), views, torch.full_like(whole, float("nan")))
+    assert torch.equal(partial[:, a:b], 2 * stack.flat.detach()[:, a:b])
+    assert torch.all(partial[:, :a] == 0) and torch.all(partial[:, b:] == 0)

@@ -72,6 +72,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     flat = stack.flat
     state = {"t": torch.zeros(m, dtype=torch.long, device=device),
              "m": torch.zeros_like(flat), "v": torch.zeros_like(flat)}
+    grad_buffer = torch.empty_like(flat, requires_grad=False)                 # (m, P) d loss / d flat, each step
     stopped = torch.zeros(m, dtype=torch.bool, device=device)
     stop_step = torch.full((m,), -1, dtype=torch.long, device=device)
     full = config.batch_size is None
@@ -99,8 +100,9 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                 idx_chunk = _batch_indices(gens, counts, chunk, config.batch_size).to(device)
         if not full:
             idx = idx_chunk[step % chunk]
-        loss, _ = stack.losses(stack.views(flat), idx, weight, count_correct=False)
-        (grad,) = torch.autograd.grad(loss.sum(), [flat])
+        views = stack.views(flat)
+        loss, _ = stack.losses(views, idx, weight, count_correct=False)
+        grad = stack.gradient(loss.sum(), views, grad_buffer)
         with torch.no_grad():
             adam_update(flat, grad, state, lr_chunk[step % chunk], active, config.betas, config.eps)
         if (step + 1) % config.eval_every == 0:

@@ -77,6 +77,23 @@ class Stack:
         m = flat.shape[0]
         return {name: flat[:, a:b].reshape((m,) + shape) for name, shape, a, b in self.layout}
 
+    def gradient(self, loss: torch.Tensor, views: dict[str, torch.Tensor], out: torch.Tensor) -> torch.Tensor:
+        """d ``loss`` / d flat, written into ``out`` (m, P) and returned; ``views`` are the :meth:`views` the loss
+        was computed from.
+
+        The same numbers as ``torch.autograd.grad(loss, [flat])``, cheaper: autograd stops at each named view
+        and its gradient is copied into its columns, where the backward of each slice would build an (m, P)
+        tensor of zeros around it and add them all up. A weight the loss does not use gets zeros.
+        """
+        used = [(name, a, b) for name, _, a, b in self.layout if b > a]
+        grads = torch.autograd.grad(loss, [views[name] for name, _, _ in used], allow_unused=True)
+        for (_, a, b), g in zip(used, grads):
+            if g is None:
+                out[:, a:b] = 0
+            else:
+                out[:, a:b] = g.reshape(out.shape[0], b - a)
+        return out
+
     def unpadded(self, flat: torch.Tensor, i: int) -> dict[str, np.ndarray]:
         """Model i's weights at their own shapes (padding removed), as NumPy arrays."""
         out = {}
