@@ -269,7 +269,7 @@ def _bench(args: argparse.Namespace) -> int:
     groups = {"all": WORKLOADS, "small": SMALL_WORKLOADS, "paper": PAPER_WORKLOADS}
     workloads = groups.get(args.workload, (args.workload,))
     result = run_bench(workloads, models=args.models, steps=args.steps, authors_steps=args.authors_steps,
-                       device=args.device)
+                       device=args.device, repeats=args.repeats)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
 
@@ -379,6 +379,8 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                        help="one workload, 'small' (mha, aot), 'paper' (the papers' jobs) or 'all' (default)")
     bench.add_argument("--authors-steps", type=_positive_int, default=None,
                        help="steps per model in the authors' recipes (default: steps // 10, at least 2)")
+    bench.add_argument("--repeats", type=_positive_int, default=3,
+                       help="timings of each side, in turn; the median counts (default 3)")
     bench.add_argument("--device", default=None,
                        help="cuda, cuda:K, mps or cpu (default: MEMCAP_DEVICE, else the GPU if any, else cpu)")
     bench.add_argument("--json", action="store_true", help="print the whole result as JSON")

@@ -25,6 +25,8 @@ every model of a stack is active (the same bits).
 5: for d_v = 1 the softmax and the weighted sum of values in one function with a hand-written backward;
 the closed form's sums over heads as (d x H)(H x N) products; o W_D + b_D in one product (same mathematics
 as 4, other float32 rounding; the float64 reference run did not move at 1e-7).
-6: for d_v = 1 on rows under 16 tokens, the scores in the layout (m, n, H, B), tokens on an outer axis (same
-mathematics as 5, other float32 rounding; the float64 reference did not move at 1e-7); gradients taken at
-each weight's view of the stack's row (the same bits)."""
+6: for d_v = 1 on rows under 16 tokens, the scores in the layout (m, n, H, B), tokens on an outer axis; in
+the two-token closed form, hand-written backward passes for the mixture of heads and for the products
+with few columns; Adam's square root through NumPy on a CPU (correctly rounded; torch's was not always);
+gradients taken at each weight's view of the stack's row (same mathematics as 5, other float32 rounding;
+the float64 reference did not move at 1e-7)."""

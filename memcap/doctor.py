@@ -182,7 +182,7 @@ def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps:
         out(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
     if run_benchmark:
         result = bench.run_bench(models=bench_models, steps=bench_steps, device=str(dev),
-                                 command="python -m memcap doctor")
+                                 command="python -m memcap doctor", repeats=1)
         out(bench.format_bench(result))
     out("doctor: all checks passed" if passed else "doctor: SOME CHECKS FAILED")
     return passed

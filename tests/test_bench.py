@@ -55,3 +55,19 @@ def test_run_bench_reports_every_ratio():
     assert "vs authors" in bench.format_bench(result)
     with pytest.raises(ValueError, match="workloads must be names in"):
         bench.run_bench(("gpu",), steps=1)
+
+
+def test_run_bench_reports_the_median_of_its_repeats():
+    """Each side is timed `repeats` times; the reported seconds are the medians and the rates follow them."""
+    import statistics
+
+    result = bench.run_bench(("aot",), models=2, steps=3, authors_steps=2, device="cpu", command="test", repeats=3)
+    r = result["workloads"]["aot"]
+    assert result["repeats"] == 3 and "median of 3 timings" in bench.format_bench(result)
+    for side in ("loop", "stacked", "authors"):
+        each = r[f"{side}_seconds_each"]
+        assert len(each) == 3 and r[f"{side}_seconds"] == statistics.median(each)
+    assert r["speedup"] == pytest.approx(r["loop_seconds"] / r["stacked_seconds"])
+    assert r["stacked_model_steps_per_s"] == pytest.approx(2 * 3 / r["stacked_seconds"])
+    with pytest.raises(ValueError, match="repeats must be a positive integer"):
+        bench.run_bench(("aot",), steps=1, repeats=0)

@@ -406,6 +406,7 @@ REFUSALS = [
     (["sweep", "dana_fig4", "--threads", "0"], {}, "argument --threads: must be a positive integer, got '0'"),
     (["bench", "--steps", "1.5"], {}, "argument --steps: must be a positive integer, got '1.5'"),
     (["bench", "--authors-steps", "0"], {}, "argument --authors-steps: must be a positive integer, got '0'"),
+    (["bench", "--repeats", "0"], {}, "argument --repeats: must be a positive integer, got '0'"),
     (["bench", "--workload", "fig99"], {}, "argument --workload: invalid choice: 'fig99'"),
     (["doctor", "--steps", "0"], {}, "argument --steps: must be a positive integer, got '0'"),
     (["sweep", "dana_fig4", "--executor", "ray"], {}, "argument --executor: invalid choice: 'ray'"),

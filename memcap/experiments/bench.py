@@ -7,11 +7,16 @@ engine called one model at a time (the loop), and of the authors' recipe
 ``speedup`` = stacked / loop and ``speedup_vs_authors`` = stacked / authors; the engine's achieved
 GFLOP/s from an analytic FLOP count (:func:`flops_per_model_step`) and ``fraction_of_peak``, that rate
 over the device's measured peak (a large float32 matrix product timed in the same run,
-:func:`peak_gflops`). Early stop is off so every side does exactly its steps. ``python -m memcap bench``.
+:func:`peak_gflops`). Early stop is off so every side does exactly its steps. Each side is timed
+``repeats`` times, the three sides in turn, and the median of each side's times is reported: on a shared
+VM one burst of another tenant's work can halve one timing of a fraction of a second, and the median of
+three is immune to one such burst while the best of three would favour whichever side was lucky.
+``python -m memcap bench``.
 """
 from __future__ import annotations
 
 import resource
+import statistics
 import sys
 import time
 
@@ -116,18 +121,22 @@ def _timed(fn, device: torch.device) -> tuple[float, float]:
 
 
 def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16, steps: int = 200,
-              authors_steps: int | None = None, device: str | None = None, command: str | None = None) -> dict:
+              authors_steps: int | None = None, device: str | None = None, command: str | None = None,
+              repeats: int = 3) -> dict:
     """Time the stacked engine, the one-model loop and the authors' recipe on each workload.
 
     Every model does ``steps`` steps in the engine (stacked and looped) and ``authors_steps`` (default
     steps // 10, at least 2: the recipes are slow) in the authors' recipe; rates are per model-step, so
-    the step counts cancel out of the ratios. Returns a JSON-able dict: hardware
-    (:func:`memcap.device.describe`), the command line, ``peak_gflops`` and per workload the model-steps per
-    second of each side, ``speedup``, ``speedup_vs_authors``, ``gflops``, ``fraction_of_peak`` (and
-    ``loop_fraction_of_peak``, the loop's: where it is already high, no stacking can be much faster) and the
-    peak memory (MiB; on CPU the process's peak resident set, which only grows).
+    the step counts cancel out of the ratios. Each side runs ``repeats`` times (in turn: loop, stacked,
+    authors, loop, ...) and its median time counts. Returns a JSON-able dict: hardware
+    (:func:`memcap.device.describe`), the command line, ``peak_gflops``, ``repeats`` and per workload the
+    model-steps per second of each side, ``speedup``, ``speedup_vs_authors``, ``gflops``, ``fraction_of_peak``
+    (and ``loop_fraction_of_peak``, the loop's: where it is already high, no stacking can be much faster),
+    the median seconds of each side and every timing (``*_seconds_each``), and the peak memory (MiB; on
+    CPU the process's peak resident set, which only grows).
     """
     k, S = positive_int("models", models), positive_int("steps", steps)
+    R = positive_int("repeats", repeats)
     workloads = listed("workloads", workloads, f"workload names from {WORKLOADS}")
     A = max(2, S // 10) if authors_steps is None else positive_int("authors_steps", authors_steps)
     for name in workloads:
@@ -135,16 +144,26 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
             raise ValueError(f"workloads must be names in {WORKLOADS}, got {name!r}")
     dev = pick_device(device)
     out = {"hardware": describe(dev), "command": command if command is not None else "python -m memcap " + " ".join(sys.argv[1:]),
-           "models": k, "steps": S, "authors_steps": A, "peak_gflops": peak_gflops(dev), "workloads": {}}
+           "models": k, "steps": S, "authors_steps": A, "repeats": R, "peak_gflops": peak_gflops(dev),
+           "workloads": {}}
     for name in workloads:
         specs, config = workload(name, k)
         config = TrainConfig(**{**config.to_dict(), "steps": S, "betas": config.betas, "device": str(dev),
                                 "eval_every": 10 * S})
         m = len(specs)
         train_models(specs[:2], TrainConfig(**{**config.to_dict(), "steps": 5, "betas": config.betas}))   # warm-up
-        loop_s, loop_mem = _timed(lambda: [train_models([s], config) for s in specs], dev)
-        stack_s, stack_mem = _timed(lambda: train_models(specs, config), dev)
-        authors_s, _ = _timed(lambda: [train_like_authors(s, config, A, device=dev) for s in specs], dev)
+        each: dict[str, list[float]] = {"loop": [], "stacked": [], "authors": []}
+        loop_mem = stack_mem = 0.0
+        for _ in range(R):
+            seconds, mem = _timed(lambda: [train_models([s], config) for s in specs], dev)
+            each["loop"].append(seconds)
+            loop_mem = max(loop_mem, mem)
+            seconds, mem = _timed(lambda: train_models(specs, config), dev)
+            each["stacked"].append(seconds)
+            stack_mem = max(stack_mem, mem)
+            each["authors"].append(_timed(lambda: [train_like_authors(s, config, A, device=dev) for s in specs],
+                                          dev)[0])
+        loop_s, stack_s, authors_s = (statistics.median(each[side]) for side in ("loop", "stacked", "authors"))
         batch = config.batch_size
         flops = sum(flops_per_model_step(s, batch if batch is not None else s.T0 if isinstance(s, AoTSpec)
                                          else s.examples) for s in specs) * S
@@ -156,6 +175,8 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
             "fraction_of_peak": flops / stack_s / 1e9 / out["peak_gflops"],
             "loop_fraction_of_peak": flops / loop_s / 1e9 / out["peak_gflops"],
             "loop_seconds": loop_s, "stacked_seconds": stack_s, "authors_seconds": authors_s,
+            "loop_seconds_each": each["loop"], "stacked_seconds_each": each["stacked"],
+            "authors_seconds_each": each["authors"],
             "loop_peak_memory_mb": loop_mem, "stacked_peak_memory_mb": stack_mem,
         }
     return out
@@ -167,7 +188,7 @@ def format_bench(result: dict) -> str:
     lines = [f"memcap bench: {count_noun(result['models'], 'model')} x {count_noun(result['steps'], 'step')} on {hw['device']} (paper workloads: "
              f"their own models; {count_noun(result['authors_steps'], 'step')} in the authors' recipes) ({hw['device_name']}; "
              f"{count_noun(hw['cpu_count'], 'CPU core')}, {count_noun(hw['torch_threads'], 'torch thread')}), torch {hw['torch']}, Python {hw['python']}; float32 matrix product: "
-             f"{result['peak_gflops']:.0f} GFLOP/s",
+             f"{result['peak_gflops']:.0f} GFLOP/s; median of {count_noun(result['repeats'], 'timing')} per side",
              f"command: {result['command']}"]
     for name, r in result["workloads"].items():
         lines.append(f"  {name} ({count_noun(r['models'], 'model')}): stacked {r['stacked_model_steps_per_s']:.0f} model-steps/s, "

@@ -1,11 +1,12 @@
 """Stacked forward passes: m models of one family evaluated at once, with a leading model axis.
 
-These are the training engine's fast paths (per-model keys and values of a shared context computed
-once, a softmax and a cross-entropy with hand-written backward passes for short rows, attention over
-scalar values (d_v = 1) with a hand-written backward, zero-padding
-masks, and for AoTs on two tokens a closed form over the N^2 possible sequences). The readable definitions of the two
+These are the training engine's fast paths: per-model keys and values of a shared context computed
+once; a softmax and a cross-entropy with hand-written backward passes for short rows; attention over
+scalar values (d_v = 1) with a hand-written backward, on short rows with the tokens on an outer axis;
+zero-padding masks; for AoTs on two tokens a closed form over the N^2 possible sequences, whose mixture
+of heads and thin products have hand-written backward passes too. The readable definitions of the two
 models are :func:`memcap.models.mha_forward` and :func:`memcap.models.aot_forward`;
-``tests/test_train.py`` checks that model i of a stack equals them on its slice.
+``tests/test_train.py`` checks that model i of a stack equals them on its slice, gradients included.
 """
 from __future__ import annotations
 
@@ -73,6 +74,52 @@ class _ScalarValueAttention(torch.autograd.Function):
         theta, values, p = ctx.saved_tensors
         weighted = theta * grad                                               # w = g theta, the scores' shape
         return weighted * (values - p), weighted.sum_to_size(values.shape), None
+
+
+class _Project(torch.autograd.Function):
+    """x @ w for x (m, R, d) and w (m, d, K) with few columns d: the backward computes d x as
+    (w g^T)^T, an output with R columns, where autograd's g w^T has d columns (MKL on one thread took
+    2.6 times as long for the (50 x 310)(310 x 10) products of dana_fig1a's projections)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return torch.bmm(x, w)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return torch.bmm(w, grad.transpose(1, 2)).transpose(1, 2), torch.bmm(x.transpose(1, 2), grad)
+
+
+class _HeadMix(torch.autograd.Function):
+    """The heads' mixture of the two-token closed form (:func:`aot_pair_residuals`): from the logits
+    l (m, H, t_1, t_2) of a = sigmoid(l) and the heads' outputs O_1, O_2 (m, N, H, d), the sums over
+    heads via_1 = sum_h a O_h,1(t_1) as (m, t_1, d, t_2) and via_2 = sum_h a O_h,2(t_2) as (m, t_2, d, t_1).
+
+    Each product needs a in its own layout, (t_1, H, t_2) or (t_2, H, t_1). The backward pass applies the
+    sigmoid's derivative to each gradient of a in its product's layout (contiguous) and adds the two into
+    the logits' layout in one pass; autograd added them first, one of them transposed, and then ran the
+    sigmoid's backward on the strided sum (0.27 + 0.25 + 0.14 ms a step on dana_fig1a's larger stack)."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, o1: torch.Tensor, o2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = torch.sigmoid(logits)
+        a1, a2 = a.permute(0, 2, 1, 3).contiguous(), a.permute(0, 3, 1, 2).contiguous()   # (m, t_1, H, t_2), (m, t_2, H, t_1)
+        ctx.save_for_backward(a1, a2, o1, o2)
+        return torch.matmul(o1.transpose(2, 3), a1), torch.matmul(o2.transpose(2, 3), a2)
+
+    @staticmethod
+    def backward(ctx, g1: torch.Tensor, g2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        a1, a2 = ctx.saved_tensors[:2]
+        o1, o2 = ctx.saved_tensors[2:]
+        d1 = torch.ops.aten.sigmoid_backward(torch.matmul(o1, g1), a1)       # (m, t_1, H, t_2): d l via via_1
+        d2 = torch.ops.aten.sigmoid_backward(torch.matmul(o2, g2), a2)       # (m, t_2, H, t_1): d l via via_2
+        m, t1, H, t2 = d1.shape
+        grad = torch.add(d1.permute(0, 2, 1, 3), d2.permute(0, 2, 3, 1),
+                         out=torch.empty((m, H, t1, t2), dtype=d1.dtype, device=d1.device))
+        return grad, torch.matmul(g1, a1.transpose(2, 3)).transpose(2, 3), \
+            torch.matmul(g2, a2.transpose(2, 3)).transpose(2, 3)
 
 
 def _softmax(scores: torch.Tensor) -> torch.Tensor:
@@ -217,20 +264,20 @@ def aot_pair_residuals(params: dict[str, torch.Tensor]) -> torch.Tensor:
         W_C = params["W_C"].transpose(1, 2)                                   # (m, d, d_h)
         z1, z2 = torch.bmm(x1, W_C), torch.bmm(x2, W_C)
     H, d_h, d_in = params["W_Q"].shape[1:]
-    q = torch.bmm(z2, params["W_Q"].reshape(m, H * d_h, d_in).transpose(1, 2)).view(m, N, H, d_h)
+    q = _Project.apply(z2, params["W_Q"].reshape(m, H * d_h, d_in).transpose(1, 2)).view(m, N, H, d_h)
     W_K = params["W_K"].reshape(m, H * d_h, d_in).transpose(1, 2)            # (m, d_in, H d_h)
-    k1, k2 = torch.bmm(z1, W_K).view(m, N, H, d_h), torch.bmm(z2, W_K).view(m, N, H, d_h)
+    k1, k2 = _Project.apply(z1, W_K).view(m, N, H, d_h), _Project.apply(z2, W_K).view(m, N, H, d_h)
     s2 = (q * k2).sum(-1)                                                     # (m, N, H): s_h,2(t_2)
-    s1 = torch.matmul(k1.transpose(1, 2), q.permute(0, 2, 3, 1))              # (m, H, N, N): s_h,1(t_1, t_2)
-    a = torch.sigmoid(s1 - s2.transpose(1, 2)[:, :, None, :])                 # (m, H, t_1, t_2)
+    s1 = _Project.apply(k1.permute(0, 2, 1, 3).reshape(m * H, N, d_h),
+                        q.permute(0, 2, 3, 1).reshape(m * H, d_h, N)).view(m, H, N, N)   # s_h,1(t_1, t_2)
+    logits = s1 - s2.transpose(1, 2)[:, :, None, :]                         # (m, H, t_1, t_2): a = sigmoid
     W_OV = torch.matmul(params["W_O"], params["W_V"])                        # (m, H, d, d_in)
     W_OV = W_OV.permute(0, 3, 1, 2).reshape(m, d_in, H * d)
-    o1 = torch.bmm(z1, W_OV).view(m, N, H, d)                                 # O_h,1(t_1)
-    o2 = torch.bmm(z2, W_OV).view(m, N, H, d)                                 # O_h,2(t_2)
+    o1 = _Project.apply(z1, W_OV).view(m, N, H, d)                           # O_h,1(t_1)
+    o2 = _Project.apply(z2, W_OV).view(m, N, H, d)                           # O_h,2(t_2)
     # the sums over heads as products with d rows and N columns: (d x H)(H x N); the other way round,
     # (N x H)(H x d), leaves d = 10 columns and took 3.3 times as long (one thread, dana_fig1a's sizes)
-    via1 = torch.matmul(o1.transpose(2, 3), a.permute(0, 2, 1, 3))            # (m, t_1, d, t_2): sum_h a O_h,1(t_1)
-    via2 = torch.matmul(o2.transpose(2, 3), a.permute(0, 3, 1, 2))            # (m, t_2, d, t_1): sum_h a O_h,2(t_2)
+    via1, via2 = _HeadMix.apply(logits, o1, o2)   # (m, t_1, d, t_2), (m, t_2, d, t_1): sum_h a O_h,1, sum_h a O_h,2
     base = x2 + o2.sum(2)                                                     # (m, t_2, d)
     r = base[:, None] + via1.transpose(2, 3) - via2.permute(0, 3, 1, 2)       # (m, t_1, t_2, d)
     return r.reshape(m, N * N, d)
@@ -241,7 +288,7 @@ def aot_head(params: dict[str, torch.Tensor], r: torch.Tensor) -> torch.Tensor:
     if "W_1" in params and params["W_1"].shape[1] > 0:
         hidden = F.gelu(torch.bmm(r, params["W_1"].transpose(1, 2)))         # (m, B, w)
         r = r + torch.bmm(hidden, params["W_2"].transpose(1, 2))
-    return torch.bmm(r, params["W_U"].transpose(1, 2))                        # (m, B, N)
+    return _Project.apply(r, params["W_U"].transpose(1, 2))                  # (m, B, N)
 
 
 def aot_outputs(params: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
