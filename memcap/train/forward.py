@@ -79,7 +79,9 @@ class _ScalarValueAttention(torch.autograd.Function):
 class _Project(torch.autograd.Function):
     """x @ w for x (m, R, d) and w (m, d, K) with few columns d: the backward computes d x as
     (w g^T)^T, an output with R columns, where autograd's g w^T has d columns (MKL on one thread took
-    2.6 times as long for the (50 x 310)(310 x 10) products of dana_fig1a's projections)."""
+    1.3 to 2.3 times as long on the projections and unembeddings of dana_fig1a, fig2b and fig3), then
+    copies it into x's layout: left transposed, it slowed the gather's and the MLP's backward passes
+    after it (dana_fig3's first paper job 10 % slower a step than without this function)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -89,7 +91,7 @@ class _Project(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x, w = ctx.saved_tensors
-        return torch.bmm(w, grad.transpose(1, 2)).transpose(1, 2), torch.bmm(x.transpose(1, 2), grad)
+        return torch.bmm(w, grad.transpose(1, 2)).transpose(1, 2).contiguous(), torch.bmm(x.transpose(1, 2), grad)
 
 
 class _HeadMix(torch.autograd.Function):
