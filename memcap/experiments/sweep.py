@@ -24,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import functools
+import gc
 import hashlib
 import io
 import json
@@ -613,12 +614,21 @@ def abandon(executor: Any) -> None:
     """
     if isinstance(executor, cf.ProcessPoolExecutor):
         processes = list((getattr(executor, "_processes", None) or {}).values())
+        manager = getattr(executor, "_executor_manager_thread", None)
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not all(_ended(p) for p in processes):
             time.sleep(0.02)
+        if manager is not None:
+            # The pool's own thread closes its queues once it sees the workers gone. The command line
+            # leaves with os._exit after an interruption; before that thread is done, the queues' five
+            # semaphores would still be registered, and multiprocessing's resource tracker would print
+            # "leaked semaphore objects" on the user's terminal.
+            manager.join(timeout=max(0.0, deadline - time.monotonic()))
+            del manager
+            gc.collect()
     elif isinstance(executor, cf.ThreadPoolExecutor):
         executor.shutdown(wait=False, cancel_futures=True)
     elif callable(getattr(executor, "abandon", None)):
