@@ -365,6 +365,25 @@ def test_per_sequence_loss_equals_per_example_loss_and_gradient():
     assert torch.allclose(grads[0][1], grads[1][1], atol=1e-12, rtol=0) and grads[0][1].abs().sum() > 0
 
 
+def test_a_stack_reads_each_model_s_own_examples_and_labels():
+    """Models with different training sets (data_seed 0, 1, 0; T = 16, 9, 12) in one stack: each model's
+    per-example loss in the stack equals its loss alone (a one-model stack), on the same example indices.
+    The stack keeps each model's own rows t_1 N + t_2 and labels and picks them with torch.gather."""
+    specs = [AoTSpec(heads=H, head_dim=2, dim=3, vocab=4, examples=T, seed=i, data_seed=k)
+             for i, (H, T, k) in enumerate([(1, 16, 0), (3, 9, 1), (2, 12, 0)])]
+    stack, params = _padded_aot_stack(specs)
+    idx = torch.stack([torch.randint(T, (10,), generator=torch.Generator().manual_seed(i))
+                       for i, T in enumerate((16, 9, 12))])
+    weight = torch.ones(3, 10, dtype=torch.float64)
+    together, right = stack.losses(params, idx, weight)
+    for i, spec in enumerate(specs):
+        alone, alone_params = _padded_aot_stack([spec])
+        loss, correct = alone.losses(alone_params, idx[i:i + 1], weight[i:i + 1])
+        torch.testing.assert_close(together[i:i + 1], loss, atol=1e-12, rtol=0)
+        assert int(right[i]) == int(correct[0])
+    assert len({round(float(v), 6) for v in together}) == 3
+
+
 @pytest.mark.parametrize("classes", [2, 11, 31, 32, 50])
 def test_cross_entropy_both_paths_equal_torch_with_their_gradients(classes):
     from memcap.train.forward import FEW_CLASSES, _FewClassCrossEntropy, cross_entropy

@@ -302,7 +302,12 @@ def aot_outputs(params: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.
     if tokens.shape[-1] != 2:
         return aot_outputs_general(params, tokens)
     N = params["token_embedding"].shape[1]
-    pairs = tokens[..., 0] * N + tokens[..., 1]                               # (m, B): row of (t_1, t_2)
+    return aot_pair_outputs(params, tokens[..., 0] * N + tokens[..., 1])
+
+
+def aot_pair_outputs(params: dict[str, torch.Tensor], pairs: torch.Tensor) -> torch.Tensor:
+    """Logits (m, B, N) of the S = 2 sequences given by their rows ``pairs`` (m, B), t_1 N + t_2, through the
+    closed form :func:`aot_pair_residuals` (the rows of the examples gathered)."""
     r = aot_pair_residuals(params)
     d = r.shape[-1]
     return aot_head(params, torch.gather(r, 1, pairs[..., None].expand(-1, -1, d)))
