@@ -12,8 +12,7 @@ import numpy as np
 import torch
 
 from memcap.data import sinusoidal_positions
-from memcap.train.forward import (aot_head, aot_outputs, aot_pair_outputs, aot_pair_residuals, cross_entropy,
-                                  mha_outputs)
+from memcap.train.forward import aot_head, aot_outputs, aot_pair_outputs, aot_pair_residuals, cross_entropy, mha_outputs
 from memcap.train.prepare import init_one, max_shape, pad_to, stack_data
 from memcap.train.specs import AoTSpec, MHASpec, Spec
 
