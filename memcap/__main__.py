@@ -2,7 +2,8 @@
 ``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR] [--progress|--no-progress] [--threads N]``: run (or resume) an
+  [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--progress|--no-progress]
+  [--threads N]``: run (or resume) an
   experiment's jobs into the results cache (by default one single-threaded process per core on a
   multi-core CPU), with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
   once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
@@ -11,8 +12,8 @@
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
 * ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|all] [--device DEV]
-  [--json] [--threads N]``: stacked engine vs one-model-at-a-time loop vs the authors' recipes, and the
-  fraction of peak.
+  [--repeats R] [--compile auto|always|never] [--json] [--threads N]``: stacked engine vs
+  one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 * ``doctor [--device DEV] [--models K] [--steps S] [--no-bench] [--threads N]``: check the book's code path
   on this machine's device (exit 1 on failure; see :mod:`memcap.doctor`).
@@ -26,7 +27,8 @@
 threads (tiny models often run fastest on 1; at most the machine's logical CPUs), before the command or
 after ``sweep``, ``bench`` and ``doctor`` (after wins). A wrong argument prints one line and exits with
 status 2, before any work: so do a device this machine lacks (``--device`` or ``MEMCAP_DEVICE``: an unknown
-kind, a missing GPU, a CUDA index past the last, a malformed index) and a path that cannot serve
+kind, a missing GPU, a CUDA index past the last, a malformed index), a ``MEMCAP_COMPILE`` that is not a
+mode, ``--compile always`` where it cannot be done (no C++ compiler, not a CPU) and a path that cannot serve
 (``--cache``/``MEMCAP_CACHE`` or ``--output`` naming a file or a path below one, or a folder that cannot
 be written for ``sweep``, ``cache --prune``, ``student-edition`` and ``grade``, found by creating and
 removing an empty folder there). Any other error keeps its traceback (status 1).
@@ -168,6 +170,23 @@ def _device(args: argparse.Namespace) -> None:
                          f"{count_noun(count, 'CUDA device')} ({names})")
 
 
+def _compile(args: argparse.Namespace) -> None:
+    """Refuse (UsageError) a ``MEMCAP_COMPILE`` that is not a mode and ``--compile always`` (or the variable's)
+    where it cannot be done; ``args.compile`` becomes the mode in force."""
+    from memcap.device import pick_device
+    from memcap.train.compiled import ENV, compile_blocker, compile_mode
+
+    flag = "--compile" if args.compile is not None else ENV
+    try:
+        mode = compile_mode(args.compile)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    blocker = compile_blocker(pick_device(getattr(args, "device", None)))
+    if mode == "always" and blocker is not None:
+        raise UsageError(f"{flag}: 'always' cannot be honoured here: {blocker}; use auto or never")
+    args.compile = mode
+
+
 def _profile(args: argparse.Namespace) -> str:
     from memcap.experiments.sweep import current_profile
 
@@ -180,6 +199,22 @@ def _profile(args: argparse.Namespace) -> str:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    """The compile mode travels to the jobs in ``MEMCAP_COMPILE``: the workers of a pool, started by this
+    process, inherit it; it is restored when the sweep ends (main() may be called again in one process)."""
+    from memcap.train.compiled import ENV
+
+    before = os.environ.get(ENV)
+    os.environ[ENV] = args.compile
+    try:
+        return _run_sweep(args)
+    finally:
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
     import signal
 
     from memcap import experiments
@@ -269,7 +304,7 @@ def _bench(args: argparse.Namespace) -> int:
     groups = {"all": WORKLOADS, "small": SMALL_WORKLOADS, "paper": PAPER_WORKLOADS}
     workloads = groups.get(args.workload, (args.workload,))
     result = run_bench(workloads, models=args.models, steps=args.steps, authors_steps=args.authors_steps,
-                       device=args.device, repeats=args.repeats)
+                       device=args.device, repeats=args.repeats, compile=args.compile)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
 
@@ -327,6 +362,10 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     from memcap.experiments.bench import WORKLOADS
     from memcap.experiments.sweep import EXECUTORS, PROFILES
     from memcap.textbook.grading import SANDBOXES
+    from memcap.train.compiled import COMPILE_MODES
+
+    compile_help = ("torch.compile for the training step: auto (default, or MEMCAP_COMPILE): on a CPU with a C++ "
+                    "compiler, for jobs of 10,000 steps and more (the paper profiles); always; never")
 
     parser = _Parser(prog=prog, description=DESCRIPTION, formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", help="print memcap's version and engine version, then exit",
@@ -361,6 +400,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     sweep.add_argument("--address", default=None, help="Dask scheduler address (--executor dask; default: a "
                                                        "local cluster)")
     sweep.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
+    sweep.add_argument("--compile", choices=COMPILE_MODES, default=None, help=compile_help)
     sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show a progress bar on stderr (default: only when stderr is a terminal)")
     threads(sweep)
@@ -384,6 +424,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     bench.add_argument("--device", default=None,
                        help="cuda, cuda:K, mps or cpu (default: MEMCAP_DEVICE, else the GPU if any, else cpu)")
     bench.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    bench.add_argument("--compile", choices=COMPILE_MODES, default=None, help=compile_help)
     threads(bench)
     student = command("student-edition", "build the book without solutions (from the book's root)",
                       _student_edition)
@@ -441,6 +482,8 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m memcap") -> in
     try:
         if args.command in ("sweep", "bench", "doctor"):
             _device(args)
+        if args.command in ("sweep", "bench"):
+            _compile(args)
         return args.run(args)
     except UsageError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

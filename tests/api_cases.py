@@ -196,6 +196,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "a spec, a config and a "
                             "step count, each checked (tests/test_bench.py)",
     "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.compiled": "the compile mode of memcap.train.train_models (a string, checked; "
+                             "tests/test_compiled.py) and the compiled step behind it",
     "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.forward": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.inspection": "implementation of memcap.train (its public names are memcap.train's __all__)",

@@ -11,6 +11,12 @@ over the device's measured peak (a large float32 matrix product timed in the sam
 ``repeats`` times, the three sides in turn, and the median of each side's times is reported: on a shared
 VM one burst of another tenant's work can halve one timing of a fraction of a second, and the median of
 three is immune to one such burst while the best of three would favour whichever side was lucky.
+
+Each workload runs the way its jobs run (:mod:`memcap.train.compiled`): under the default compile mode
+'auto', the paper workloads, whose jobs train 10,000 steps and more, go through ``torch.compile`` on a CPU
+with a C++ compiler, loop and stack alike, and the small ones eagerly. Compiling is done in a warm-up
+before the timings (one compilation per stack shape, reused by the timed runs); its time is reported as
+``warmup_seconds``, and ``compiled`` says which path was timed. The authors' recipes run as their code does.
 ``python -m memcap bench``.
 """
 from __future__ import annotations
@@ -27,6 +33,7 @@ from memcap.device import describe, pick_device
 from memcap.experiments.syn_prose import count_noun
 from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict, train_models
 from memcap.train.authors import train_like_authors
+from memcap.train.compiled import compile_mode, use_compile
 
 __all__ = ["WORKLOADS", "SMALL_WORKLOADS", "PAPER_WORKLOADS", "workload", "flops_per_model_step", "peak_gflops",
            "run_bench", "format_bench"]
@@ -122,7 +129,7 @@ def _timed(fn, device: torch.device) -> tuple[float, float]:
 
 def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16, steps: int = 200,
               authors_steps: int | None = None, device: str | None = None, command: str | None = None,
-              repeats: int = 3) -> dict:
+              repeats: int = 3, compile: str | None = None) -> dict:
     """Time the stacked engine, the one-model loop and the authors' recipe on each workload.
 
     Every model does ``steps`` steps in the engine (stacked and looped) and ``authors_steps`` (default
@@ -132,9 +139,12 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
     (:func:`memcap.device.describe`), the command line, ``peak_gflops``, ``repeats`` and per workload the
     model-steps per second of each side, ``speedup``, ``speedup_vs_authors``, ``gflops``, ``fraction_of_peak``
     (and ``loop_fraction_of_peak``, the loop's: where it is already high, no stacking can be much faster),
-    the median seconds of each side and every timing (``*_seconds_each``), and the peak memory (MiB; on
-    CPU the process's peak resident set, which only grows).
+    the median seconds of each side and every timing (``*_seconds_each``), the peak memory (MiB; on
+    CPU the process's peak resident set, which only grows), ``compiled`` and ``warmup_seconds``.
+    ``compile``: 'auto', 'always', 'never' or None (``MEMCAP_COMPILE``, else 'auto'), applied to each
+    workload at its jobs' step count (see the module's docstring).
     """
+    mode = compile_mode(compile)
     k, S = positive_int("models", models), positive_int("steps", steps)
     R = positive_int("repeats", repeats)
     workloads = listed("workloads", workloads, f"workload names from {WORKLOADS}")
@@ -148,18 +158,29 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
            "workloads": {}}
     for name in workloads:
         specs, config = workload(name, k)
+        job_steps = config.steps if name in PAPER_WORKLOADS else S   # what decides compiling in a real job
         config = TrainConfig(**{**config.to_dict(), "steps": S, "betas": config.betas, "device": str(dev),
                                 "eval_every": 10 * S})
+        compiled = use_compile(mode, dev, job_steps)
+        how = "always" if compiled else "never"
         m = len(specs)
-        train_models(specs[:2], TrainConfig(**{**config.to_dict(), "steps": 5, "betas": config.betas}))   # warm-up
+        short = TrainConfig(**{**config.to_dict(), "steps": 2 if compiled else 5, "betas": config.betas})
+        start = time.perf_counter()
+        if compiled:   # every stack shape the timed runs meet: the stack's and each model's alone
+            train_models(specs, short, compile=how)
+            for s in specs:
+                train_models([s], short, compile=how)
+        else:
+            train_models(specs[:2], short, compile=how)
+        warmup = time.perf_counter() - start
         train_like_authors(specs[0], config, 2, device=dev)   # its first call pays one-time costs (2.6x on mha)
         each: dict[str, list[float]] = {"loop": [], "stacked": [], "authors": []}
         loop_mem = stack_mem = 0.0
         for _ in range(R):
-            seconds, mem = _timed(lambda: [train_models([s], config) for s in specs], dev)
+            seconds, mem = _timed(lambda: [train_models([s], config, compile=how) for s in specs], dev)
             each["loop"].append(seconds)
             loop_mem = max(loop_mem, mem)
-            seconds, mem = _timed(lambda: train_models(specs, config), dev)
+            seconds, mem = _timed(lambda: train_models(specs, config, compile=how), dev)
             each["stacked"].append(seconds)
             stack_mem = max(stack_mem, mem)
             each["authors"].append(_timed(lambda: [train_like_authors(s, config, A, device=dev) for s in specs],
@@ -179,6 +200,7 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
             "loop_seconds_each": each["loop"], "stacked_seconds_each": each["stacked"],
             "authors_seconds_each": each["authors"],
             "loop_peak_memory_mb": loop_mem, "stacked_peak_memory_mb": stack_mem,
+            "compiled": compiled, "warmup_seconds": warmup,
         }
     return out
 
@@ -192,7 +214,8 @@ def format_bench(result: dict) -> str:
              f"{result['peak_gflops']:.0f} GFLOP/s; median of {count_noun(result['repeats'], 'timing')} per side",
              f"command: {result['command']}"]
     for name, r in result["workloads"].items():
-        lines.append(f"  {name} ({count_noun(r['models'], 'model')}): stacked {r['stacked_model_steps_per_s']:.0f} model-steps/s, "
+        lines.append(f"  {name} ({count_noun(r['models'], 'model')}{', compiled' if r.get('compiled') else ''}): "
+                     f"stacked {r['stacked_model_steps_per_s']:.0f} model-steps/s, "
                      f"loop {r['loop_model_steps_per_s']:.0f}, authors' recipe {r['authors_model_steps_per_s']:.1f}; "
                      f"speedup {r['speedup']:.1f}x, vs authors {r['speedup_vs_authors']:.0f}x; "
                      f"{r['gflops']:.1f} GFLOP/s = {r['fraction_of_peak']:.2f} of peak "

@@ -118,8 +118,11 @@ class _HeadMix(torch.autograd.Function):
         d1 = torch.ops.aten.sigmoid_backward(torch.matmul(o1, g1), a1)       # (m, t_1, H, t_2): d l via via_1
         d2 = torch.ops.aten.sigmoid_backward(torch.matmul(o2, g2), a2)       # (m, t_2, H, t_1): d l via via_2
         m, t1, H, t2 = d1.shape
-        grad = torch.add(d1.permute(0, 2, 1, 3), d2.permute(0, 2, 3, 1),
-                         out=torch.empty((m, H, t1, t2), dtype=d1.dtype, device=d1.device))
+        if torch.compiler.is_compiling():   # Inductor lays out an out= tensor its own way (a later view fails)
+            grad = (d1.permute(0, 2, 1, 3) + d2.permute(0, 2, 3, 1)).contiguous()
+        else:
+            grad = torch.add(d1.permute(0, 2, 1, 3), d2.permute(0, 2, 3, 1),
+                             out=torch.empty((m, H, t1, t2), dtype=d1.dtype, device=d1.device))
         return grad, torch.matmul(g1, a1.transpose(2, 3)).transpose(2, 3), \
             torch.matmul(g2, a2.transpose(2, 3)).transpose(2, 3)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -12,6 +13,7 @@ import torch
 from memcap._checks import listed, positive_int
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
+from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, use_compile
 from memcap.train.config import TrainConfig
 from memcap.train.memory import keep_freed_memory
 from memcap.train.partition import cheapest_cut
@@ -28,7 +30,8 @@ class TrainResult:
     (cross-entropy, or mean squared error per output for regression); ``memorized`` (k,): accuracy = 100 %;
     ``steps`` (k,): updates applied; ``stop_step`` (k,): the update after which early stop froze the model
     (-1: never); ``history_steps`` (e,) and ``history_accuracy``/``history_loss`` (e, k): the periodic
-    evaluations; ``params``: per-model weights as NumPy arrays when ``keep_params`` was set.
+    evaluations; ``params``: per-model weights as NumPy arrays when ``keep_params`` was set; ``compiled``:
+    whether the steps ran through ``torch.compile`` (:mod:`memcap.train.compiled`).
     """
 
     specs: tuple[Spec, ...]
@@ -43,6 +46,7 @@ class TrainResult:
     seconds: float
     device: str
     params: tuple[dict[str, np.ndarray], ...] | None = field(default=None)
+    compiled: bool = False
 
     def records(self) -> list[dict]:
         """One JSON-able dict per model: its spec's fields plus accuracy, loss, memorized, steps, stop_step."""
@@ -60,10 +64,23 @@ def _batch_indices(gens: list[torch.Generator], counts: list[int], chunk: int, b
     return torch.stack([torch.randint(T, (chunk, batch), generator=g) for g, T in zip(gens, counts)], dim=1)
 
 
+def _eager_gradient(stack: Stack, flat: torch.Tensor, idx: torch.Tensor, weight: torch.Tensor,
+                    out: torch.Tensor) -> torch.Tensor:
+    """d (sum of the models' losses on examples ``idx`` (m, B)) / d ``flat`` (m, P), written into ``out``."""
+    views = stack.views(flat)
+    loss, _ = stack.losses(views, idx, weight, count_correct=False)
+    return stack.gradient(loss.sum(), views, out)
+
+
 def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.device, dtype: torch.dtype,
-                 keep_params: bool) -> dict:
-    """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`)."""
+                 keep_params: bool, compiled: bool = False, strict: bool = False) -> dict:
+    """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`).
+
+    ``compiled``: the loss through :func:`memcap.train.compiled.compiled_stack_loss`; if its first call fails
+    (compiling is done then), the stack trains eagerly with a :class:`CompileWarning`, or with ``strict`` the
+    error is raised. ``out['compiled']`` says which path ran."""
     stack = Stack(specs, dtype, device)
+    loss_of = compiled_stack_loss() if compiled else None
     m = len(specs)
     counts = [int(c) for c in stack.counts.cpu()]
     total = torch.tensor([config.steps_for(c) for c in counts], device=device)   # (m,) steps per model
@@ -100,9 +117,23 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                 idx_chunk = _batch_indices(gens, counts, chunk, config.batch_size).to(device)
         if not full:
             idx = idx_chunk[step % chunk]
-        views = stack.views(flat)
-        loss, _ = stack.losses(views, idx, weight, count_correct=False)
-        grad = stack.gradient(loss.sum(), views, grad_buffer)
+        if loss_of is None:
+            grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
+        elif step > 0:
+            grad = torch.autograd.grad(loss_of(stack, flat, idx, weight).sum(), [flat])[0]
+        else:   # the first call compiles (torch's compiler warns that parts of torch.jit it imports are deprecated)
+            try:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
+                    grad = torch.autograd.grad(loss_of(stack, flat, idx, weight).sum(), [flat])[0]
+            except Exception as err:   # noqa: BLE001 - whatever failed, the eager step computes the same
+                if strict:
+                    raise
+                first = str(err).splitlines()[0] if str(err) else ""
+                warnings.warn(f"torch.compile failed ({type(err).__name__}: {first}); this stack trains with the "
+                              "eager step (MEMCAP_COMPILE=never skips compiling)", CompileWarning, stacklevel=3)
+                loss_of = None
+                grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
         with torch.no_grad():
             adam_update(flat, grad, state, lr_chunk[step % chunk], active, config.betas, config.eps)
         if (step + 1) % config.eval_every == 0:
@@ -123,7 +154,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
         "history_steps": np.asarray(history_steps, dtype=np.int64),
         "history_accuracy": np.stack(history_acc) if history_acc else np.zeros((0, m)),
         "history_loss": np.stack(history_loss) if history_loss else np.zeros((0, m)),
-        "params": None,
+        "params": None, "compiled": loss_of is not None,
     }
     if keep_params:
         result["params"] = [stack.unpadded(flat.detach(), i) for i in range(m)]
@@ -191,14 +222,17 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
 
 
 def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, keep_params: bool = False,
-                 max_stack: int | None = None) -> TrainResult:
+                 max_stack: int | None = None, compile: str | None = None) -> TrainResult:
     """Train every model of ``specs`` and evaluate it on its full training set.
 
     Models are grouped by ``shape_key``; each group (zero-padded exactly, split where padding would
     waste much work, see ``split_group`` in ``memcap.train.loop``, and into stacks of at most ``max_stack``
-    models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). Returns a
-    :class:`TrainResult` in the order of ``specs``.
+    models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). ``compile``:
+    'auto', 'always' or 'never' (None: the environment variable ``MEMCAP_COMPILE``, else 'auto'), whether the
+    steps go through ``torch.compile``, see :mod:`memcap.train.compiled`. Returns a :class:`TrainResult` in the
+    order of ``specs``.
     """
+    mode = compile_mode(compile)
     specs = listed("specs", specs, "specs (MHASpec or AoTSpec)")
     if not specs:
         raise ValueError("specs must hold at least one model, got an empty list")
@@ -209,6 +243,8 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
         positive_int("max_stack", max_stack)
     device = pick_device(config.device)
     dtype = torch.float64 if config.dtype == "float64" else torch.float32
+    compiled = use_compile(mode, device, config.steps)
+    ran_compiled = compiled
     if device.type == "cpu":
         keep_freed_memory()   # no page faults per step for activations freed and allocated again
     k = len(specs)
@@ -225,7 +261,9 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
         size = len(group) if max_stack is None else max_stack
         for lo in range(0, len(group), size):
             part = group[lo:lo + size]
-            out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params)
+            out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
+                               strict=mode == "always")
+            ran_compiled = ran_compiled and out["compiled"]
             for key in keys:
                 merged[key][part] = out[key]
             for e, s in enumerate(out["history_steps"]):
@@ -245,4 +283,4 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
             h_loss[e, i] = v
     return TrainResult(specs=specs, history_steps=np.asarray(hist_steps, np.int64), history_accuracy=h_acc,
                        history_loss=h_loss, seconds=time.perf_counter() - start, device=str(device),
-                       params=tuple(params) if keep_params else None, **merged)
+                       params=tuple(params) if keep_params else None, compiled=ran_compiled, **merged)
