@@ -161,6 +161,8 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
         job_steps = config.steps if name in PAPER_WORKLOADS else S   # what decides compiling in a real job
         config = TrainConfig(**{**config.to_dict(), "steps": S, "betas": config.betas, "device": str(dev),
                                 "eval_every": 10 * S})
+        # 'always' compiles every stack; under 'auto' a paper job would too (its stacks all compile well,
+        # memcap.train.compiled.compiles_well; tests/test_compiled.py checks)
         compiled = use_compile(mode, dev, job_steps)
         how = "always" if compiled else "never"
         m = len(specs)

@@ -675,8 +675,8 @@ def run_job(job: dict) -> dict:
     """Run one job (see :func:`train_job`, :func:`capacity_job`); returns a JSON-able dict.
 
     Train jobs give ``records`` (one dict per model: spec fields, accuracy, loss, memorized, steps,
-    stop_step), ``history`` (periodic full-set accuracies), ``compiled`` (whether the steps went through
-    ``torch.compile``, :mod:`memcap.train.compiled`) and, with ``keep_params``, ``arrays`` holding
+    stop_step), ``history`` (periodic full-set accuracies), ``compiled`` (per model, whether its steps went
+    through ``torch.compile``, :mod:`memcap.train.compiled`) and, with ``keep_params``, ``arrays`` holding
     ``"<i>/<weight>"`` per model. Capacity jobs give ``capacities`` (one dict per spec). torch's global
     RNG is seeded with ``job['seed']`` first, so pooled and serial runs agree.
     """
@@ -696,7 +696,7 @@ def run_job(job: dict) -> dict:
         return {"capacities": [c.to_dict() for c in found], "seconds": time.perf_counter() - start}
     result = train_models(specs, config, keep_params=bool(job.get("keep_params")))
     out = {"records": result.records(), "seconds": result.seconds, "device": result.device,
-           "compiled": result.compiled,
+           "compiled": [bool(c) for c in result.compiled],
            "history": {"steps": result.history_steps.tolist(), "accuracy": result.history_accuracy.tolist(),
                        "loss": result.history_loss.tolist()}}
     if result.params is not None:

@@ -3,7 +3,8 @@
 Inductor fuses the step's elementwise passes and removes most of the per-operation overhead of the eager
 step; on the reference 2-core machine (one thread) a stack's forward and backward took 1.3 to 1.6 times
 less time compiled on the AoT workloads of the benchmark and the small MHA one, 1.08 times less on
-mahdavi_fig2a (whose time is in large matrix products). The price is a compilation per stack shape:
+mahdavi_fig2a (whose time is in large matrix products), but narrow AoTs (d = 3) with much arithmetic ran
+slower compiled, so those stacks stay eager (:func:`compiles_well`). The price is a compilation per stack shape:
 about 13 s the first time on that machine, about 3 s when Inductor's cache on disk already holds it, and
 nothing for a later stack of the same shapes in the same process. So the default, ``'auto'``, compiles
 only jobs of at least :data:`COMPILE_MIN_STEPS` steps (the papers' profiles; the book's quick profiles
@@ -22,9 +23,11 @@ import os
 import shutil
 import threading
 import warnings
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
+
+from memcap.train.specs import AoTSpec, Spec
 
 COMPILE_MODES = ("auto", "always", "never")
 """'auto': compile long jobs on the CPU where possible; 'always': compile every stack (an error where it
@@ -85,6 +88,29 @@ def use_compile(mode: str | None, device: torch.device, steps: int) -> bool:
             raise RuntimeError(f"compile='always' cannot be honoured: {blocker}; use 'auto' or 'never'")
         return True
     return blocker is None and steps >= COMPILE_MIN_STEPS
+
+
+NARROW = 3
+"""Model width d at or below which an AoT stack is compiled only while its step is mostly fixed cost (see
+:func:`compiles_well`)."""
+
+
+def compiles_well(specs: Sequence[Spec], batch: int | None) -> bool:
+    """Whether a stack of ``specs`` is worth compiling (under 'auto', for a long job on a CPU).
+
+    Measured on the reference machine, eager and compiled steps of the papers' stacks side by side: every
+    MHA stack gained (1.1 to 1.5 times), and so did AoT stacks of width d >= 7 (dana_fig1a, fig1b and
+    fig3: 1.16 to 1.54) and AoT stacks whose step is mostly the fixed cost of a step (dana_fig4, d = 2:
+    about 1.3). AoT stacks of width d = 3 and more arithmetic (dana_fig2b's first job: 15 models up to
+    H = 11, 1.10; 20 models up to H = 31, 0.85, slower) did not: Inductor's loops over rows of 3 numbers
+    are slower than torch's own kernels. So an AoT stack of width d <= :data:`NARROW` is compiled only while
+    its work per step, (models) x ``aot_work`` of its largest model, is at most one ``STACK_COST``.
+    """
+    from memcap.train.partition import STACK_COST, aot_work, padded_model
+
+    if not isinstance(specs[0], AoTSpec) or max(s.dim for s in specs) > NARROW:
+        return True
+    return len(specs) * aot_work(padded_model(specs), batch) <= STACK_COST
 
 
 def _stack_loss(stack, flat: torch.Tensor, idx: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch
 from memcap._checks import listed, positive_int
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
-from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, use_compile
+from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, compiles_well, use_compile
 from memcap.train.config import TrainConfig
 from memcap.train.memory import keep_freed_memory
 from memcap.train.partition import cheapest_cut
@@ -30,8 +30,8 @@ class TrainResult:
     (cross-entropy, or mean squared error per output for regression); ``memorized`` (k,): accuracy = 100 %;
     ``steps`` (k,): updates applied; ``stop_step`` (k,): the update after which early stop froze the model
     (-1: never); ``history_steps`` (e,) and ``history_accuracy``/``history_loss`` (e, k): the periodic
-    evaluations; ``params``: per-model weights as NumPy arrays when ``keep_params`` was set; ``compiled``:
-    whether the steps ran through ``torch.compile`` (:mod:`memcap.train.compiled`).
+    evaluations; ``params``: per-model weights as NumPy arrays when ``keep_params`` was set; ``compiled`` (k,):
+    whether the model's steps ran through ``torch.compile`` (:mod:`memcap.train.compiled`).
     """
 
     specs: tuple[Spec, ...]
@@ -46,7 +46,7 @@ class TrainResult:
     seconds: float
     device: str
     params: tuple[dict[str, np.ndarray], ...] | None = field(default=None)
-    compiled: bool = False
+    compiled: np.ndarray | None = None
 
     def records(self) -> list[dict]:
         """One JSON-able dict per model: its spec's fields plus accuracy, loss, memorized, steps, stop_step."""
@@ -76,11 +76,12 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                  keep_params: bool, compiled: bool = False, strict: bool = False) -> dict:
     """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`).
 
-    ``compiled``: the loss through :func:`memcap.train.compiled.compiled_stack_loss`; if its first call fails
+    ``compiled``: the loss through :func:`memcap.train.compiled.compiled_stack_loss` where the stack
+    :func:`~memcap.train.compiled.compiles_well` (every stack with ``strict``); if its first call fails
     (compiling is done then), the stack trains eagerly with a :class:`CompileWarning`, or with ``strict`` the
     error is raised. ``out['compiled']`` says which path ran."""
     stack = Stack(specs, dtype, device)
-    loss_of = compiled_stack_loss() if compiled else None
+    loss_of = compiled_stack_loss() if compiled and (strict or compiles_well(specs, config.batch_size)) else None
     m = len(specs)
     counts = [int(c) for c in stack.counts.cpu()]
     total = torch.tensor([config.steps_for(c) for c in counts], device=device)   # (m,) steps per model
@@ -244,13 +245,12 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     device = pick_device(config.device)
     dtype = torch.float64 if config.dtype == "float64" else torch.float32
     compiled = use_compile(mode, device, config.steps)
-    ran_compiled = compiled
     if device.type == "cpu":
         keep_freed_memory()   # no page faults per step for activations freed and allocated again
     k = len(specs)
-    keys = ("accuracy", "loss", "memorized", "steps", "stop_step")
+    keys = ("accuracy", "loss", "memorized", "steps", "stop_step", "compiled")
     merged = {"accuracy": np.full(k, np.nan), "loss": np.zeros(k), "memorized": np.zeros(k, bool),
-              "steps": np.zeros(k, np.int64), "stop_step": np.full(k, -1, np.int64)}
+              "steps": np.zeros(k, np.int64), "stop_step": np.full(k, -1, np.int64), "compiled": np.zeros(k, bool)}
     params: list = [None] * k
     hist_steps: list[int] = []
     hist: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
@@ -263,7 +263,6 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
             part = group[lo:lo + size]
             out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
                                strict=mode == "always")
-            ran_compiled = ran_compiled and out["compiled"]
             for key in keys:
                 merged[key][part] = out[key]
             for e, s in enumerate(out["history_steps"]):
@@ -283,4 +282,4 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
             h_loss[e, i] = v
     return TrainResult(specs=specs, history_steps=np.asarray(hist_steps, np.int64), history_accuracy=h_acc,
                        history_loss=h_loss, seconds=time.perf_counter() - start, device=str(device),
-                       params=tuple(params) if keep_params else None, compiled=ran_compiled, **merged)
+                       params=tuple(params) if keep_params else None, **merged)

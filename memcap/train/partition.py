@@ -36,7 +36,7 @@ def aot_work(spec: AoTSpec, batch: int | None) -> float:
     return B * (H * (3 * spec.seq_len + 1) * d * d_h + d * (2 * w + N))
 
 
-def _padded(specs: Sequence[AoTSpec]) -> AoTSpec:
+def padded_model(specs: Sequence[AoTSpec]) -> AoTSpec:
     """The largest model of a stack: every model of it pads to this H, d_h, d and w."""
     return replace(specs[0], heads=max(s.heads for s in specs), head_dim=max(s.head_dim for s in specs),
                    dim=max(s.dim for s in specs), mlp_width=max(s.mlp_width for s in specs))
@@ -53,7 +53,7 @@ def cheapest_cut(specs: Sequence[AoTSpec], batch: int | None) -> list[list[int]]
     for j in range(1, k + 1):
         for i in range(j):
             run = [specs[order[t]] for t in range(i, j)]
-            cost = best[i] + STACK_COST + len(run) * aot_work(_padded(run), batch)
+            cost = best[i] + STACK_COST + len(run) * aot_work(padded_model(run), batch)
             if cost < best[j]:
                 best[j], cut_at[j] = cost, i
     stacks, j = [], k
