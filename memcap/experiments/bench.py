@@ -12,7 +12,7 @@ over the device's measured peak (a large float32 matrix product timed in the sam
 VM one burst of another tenant's work can halve one timing of a fraction of a second, and the median of
 three is immune to one such burst while the best of three would favour whichever side was lucky.
 
-Each workload runs the way its jobs run (:mod:`memcap.train.compiled`): under the default compile mode
+Each workload runs the way its jobs run (``memcap.train.compiled``): under the default compile mode
 'auto', the paper workloads, whose jobs train 10,000 steps and more, go through ``torch.compile`` on a CPU
 with a C++ compiler, loop and stack alike, and the small ones eagerly. Compiling is done in a warm-up
 before the timings (one compilation per stack shape, reused by the timed runs); its time is reported as

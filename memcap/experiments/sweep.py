@@ -676,7 +676,7 @@ def run_job(job: dict) -> dict:
 
     Train jobs give ``records`` (one dict per model: spec fields, accuracy, loss, memorized, steps,
     stop_step), ``history`` (periodic full-set accuracies), ``compiled`` (per model, whether its steps went
-    through ``torch.compile``, :mod:`memcap.train.compiled`) and, with ``keep_params``, ``arrays`` holding
+    through ``torch.compile``, ``memcap.train.compiled``) and, with ``keep_params``, ``arrays`` holding
     ``"<i>/<weight>"`` per model. Capacity jobs give ``capacities`` (one dict per spec). torch's global
     RNG is seeded with ``job['seed']`` first, so pooled and serial runs agree.
     """

@@ -31,7 +31,7 @@ class TrainResult:
     ``steps`` (k,): updates applied; ``stop_step`` (k,): the update after which early stop froze the model
     (-1: never); ``history_steps`` (e,) and ``history_accuracy``/``history_loss`` (e, k): the periodic
     evaluations; ``params``: per-model weights as NumPy arrays when ``keep_params`` was set; ``compiled`` (k,):
-    whether the model's steps ran through ``torch.compile`` (:mod:`memcap.train.compiled`).
+    whether the model's steps ran through ``torch.compile`` (``memcap.train.compiled``).
     """
 
     specs: tuple[Spec, ...]
@@ -76,9 +76,9 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                  keep_params: bool, compiled: bool = False, strict: bool = False) -> dict:
     """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`).
 
-    ``compiled``: the loss through :func:`memcap.train.compiled.compiled_stack_loss` where the stack
-    :func:`~memcap.train.compiled.compiles_well` (every stack with ``strict``); if its first call fails
-    (compiling is done then), the stack trains eagerly with a :class:`CompileWarning`, or with ``strict`` the
+    ``compiled``: the loss through ``memcap.train.compiled.compiled_stack_loss`` where the stack
+    ``compiles_well`` (every stack with ``strict``); if its first call fails
+    (compiling is done then), the stack trains eagerly with a ``CompileWarning``, or with ``strict`` the
     error is raised. ``out['compiled']`` says which path ran."""
     stack = Stack(specs, dtype, device)
     loss_of = compiled_stack_loss() if compiled and (strict or compiles_well(specs, config.batch_size)) else None
@@ -230,7 +230,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     waste much work, see ``split_group`` in ``memcap.train.loop``, and into stacks of at most ``max_stack``
     models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). ``compile``:
     'auto', 'always' or 'never' (None: the environment variable ``MEMCAP_COMPILE``, else 'auto'), whether the
-    steps go through ``torch.compile``, see :mod:`memcap.train.compiled`. Returns a :class:`TrainResult` in the
+    steps go through ``torch.compile``, see ``memcap.train.compiled``. Returns a :class:`TrainResult` in the
     order of ``specs``.
     """
     mode = compile_mode(compile)
