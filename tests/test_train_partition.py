@@ -18,7 +18,7 @@ def _cost(specs, stacks, batch):
     total = 0.0
     for stack in stacks:
         run = [specs[i] for i in stack]
-        total += STACK_COST + len(run) * aot_work(partition._padded(run), batch)
+        total += STACK_COST + len(run) * aot_work(partition.padded_model(run), batch)
     return total
 
 
