@@ -14,8 +14,8 @@ where a C++ compiler is found. A compiled step gives the eager step's numbers up
 a GPU's do; the job's result says which path ran (``compiled``).
 
 The mode comes from the ``compile`` argument of :func:`memcap.train.train_models`, else from the
-environment variable ``MEMCAP_COMPILE`` (what ``python -m memcap --compile`` sets, so that a sweep's
-worker processes inherit it), else ``'auto'``.
+environment variable ``MEMCAP_COMPILE`` (which ``python -m memcap sweep --compile MODE`` sets for its jobs,
+so that its worker processes inherit it), else ``'auto'``.
 """
 from __future__ import annotations
 
