@@ -14,6 +14,11 @@ The input rules, the same in every module (see the README's "Use the library"):
 * **Precision.** memcap computes in float32 or float64. Half precision (float16, bfloat16) is refused
   with a ``TypeError`` naming the argument (:data:`HALF_DTYPES`): torch has no half-precision linear
   algebra on the CPU, and the constructions' equalities need float64. Convert with ``.float()``.
+* **Devices.** A tensor input must be on the device of the call's other tensors (or of its ``device``
+  argument), else it is refused with a ``ValueError`` naming it (:func:`on_device`,
+  :func:`same_device_dtype`, :func:`module_input`), before any value is read: never torch's own
+  "Expected all tensors to be on the same device". A tensor on PyTorch's ``meta`` device holds no values
+  and is refused the same way (:func:`holds_values`).
 * **Empty inputs.** A tensor with a zero-length axis where the paper has a positive size (T, n, d, ...)
   is refused by :func:`check_shape` unless the caller allows it explicitly.
 """
@@ -116,8 +121,27 @@ def check_shape(name: str, tensor: torch.Tensor, spec: Sequence[int | None], sym
     return tensor
 
 
+def holds_values(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """Raise ``ValueError`` naming ``name`` when ``tensor`` is on PyTorch's ``meta`` device (shapes without
+    values: nothing memcap computes can be read from it), before any of its values is read."""
+    if tensor.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device, which holds no values: memcap computes on cpu, cuda "
+                         f"or mps; make it there (or move it with .to(device))")
+    return tensor
+
+
+def on_device(name: str, tensor: torch.Tensor, device: torch.device | str | None) -> torch.Tensor:
+    """Raise ``ValueError`` naming ``name`` unless ``tensor`` is on ``device`` (None: anywhere) and holds
+    values (:func:`holds_values`): the device check of every tensor input, made before its values are read."""
+    if device is not None and not same_device(tensor.device, device):
+        raise ValueError(f"{name} is on {tensor.device} but the other inputs are on {torch.device(device)}; "
+                         f"move it with .to({str(torch.device(device))!r})")
+    return holds_values(name, tensor)
+
+
 def check_finite(name: str, tensor: torch.Tensor) -> torch.Tensor:
     """Raise ``ValueError`` naming ``name`` and the first offending entry unless every entry is finite."""
+    holds_values(name, tensor)
     if tensor.is_floating_point() or tensor.is_complex():
         bad = ~torch.isfinite(tensor)
         if bool(bad.any()):
@@ -169,9 +193,7 @@ def real_tensor(name: str, value: object, *, dtype: torch.dtype | None = None,
     check_precision(name, t.dtype)
     if not t.is_floating_point():
         t = t.to(torch.float64)
-    if device is not None and not same_device(t.device, device):
-        raise ValueError(f"{name} is on {t.device} but the other inputs are on {torch.device(device)}; "
-                         f"move it with .to({str(torch.device(device))!r})")
+    on_device(name, t, device)
     check_finite(name, t)
     return t if dtype is None else t.to(dtype)
 
@@ -190,16 +212,16 @@ def float_tensor(name: str, value: object, *, device: torch.device | str | None 
 def float_input(name: str, value: object, like: torch.Tensor | None = None) -> torch.Tensor:
     """A float input of a function that computes in its inputs' dtype (a model, a fit).
 
-    A tensor must already be finite float32/float64 (it is not cast: dtype mismatches are reported by
-    :func:`same_device_dtype`); an array-like takes the device and dtype of ``like`` (the call's weights
-    or first input), or becomes a CPU tensor of its own dtype (float64 for integers) when None.
+    A tensor must already be finite float32/float64 and on the device of ``like`` when given (it is not
+    cast: dtype mismatches are reported by :func:`same_device_dtype`); an array-like takes the device and
+    dtype of ``like`` (the call's weights or first input), or becomes a CPU tensor of its own dtype
+    (float64 for integers) when None.
     """
     if isinstance(value, torch.Tensor):
-        check_tensor(name, value)
         if not value.is_floating_point():
             raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
         check_precision(name, value.dtype)
-        return check_finite(name, value)
+        return check_finite(name, on_device(name, value, None if like is None else like.device))
     converted = float_tensor(name, value, device=None if like is None else like.device)
     return converted if like is None else converted.to(like.dtype)
 
@@ -211,10 +233,10 @@ def module_input(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
     device and in their dtype (a module does not cast its input, and torch's own mismatch errors do not
     name the argument).
     """
-    t = float_input(name, value, like)
-    if not same_device(t.device, like.device):
-        raise ValueError(f"{name} is on {t.device} but the model's parameters are on {like.device}; "
+    if isinstance(value, torch.Tensor) and not same_device(value.device, like.device):
+        raise ValueError(f"{name} is on {value.device} but the model's parameters are on {like.device}; "
                          f"move it with .to({str(like.device)!r})")
+    t = float_input(name, value, like)
     if t.dtype != like.dtype:
         raise ValueError(f"{name} has dtype {t.dtype} but the model's parameters have dtype {like.dtype}; "
                          f"convert it with .to({like.dtype})")
@@ -230,14 +252,12 @@ def id_tensor(name: str, value: object, *, device: torch.device | str | None = N
     t = value if isinstance(value, torch.Tensor) else _from_array_like(name, value, device)
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must have an integer dtype (ids), got {t.dtype}")
-    if device is not None and not same_device(t.device, device):
-        raise ValueError(f"{name} is on {t.device} but the other inputs are on {torch.device(device)}; "
-                         f"move it with .to({str(torch.device(device))!r})")
-    return t
+    return on_device(name, t, device)
 
 
 def ids_in_range(name: str, ids: torch.Tensor, upper: int | None = None) -> torch.Tensor:
     """Raise ``ValueError`` naming ``name`` unless every id is >= 0 (and < ``upper`` when given)."""
+    holds_values(name, ids)
     if ids.numel() and (int(ids.min()) < 0 or (upper is not None and int(ids.max()) >= upper)):
         where = f"in [0, {upper})" if upper is not None else ">= 0"
         raise ValueError(f"{name} must be ids {where}, got ids from {int(ids.min())} to {int(ids.max())}")
@@ -253,6 +273,18 @@ def same_device_dtype(**tensors: torch.Tensor) -> None:
             raise ValueError(f"{name} is on {t.device} but {first_name} is on {first.device}")
         if t.dtype != first.dtype:
             raise ValueError(f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}")
+
+
+def host_array(value: object, dtype: object = None) -> np.ndarray:
+    """``value`` as a NumPy array in CPU memory, for NumPy and matplotlib (which read only CPU memory): a
+    tensor on any device, or a list or tuple holding tensors (such as 0-d results on a GPU), is detached
+    and copied to the CPU first; anything else goes through ``np.asarray`` (a GPU tensor given to
+    ``np.asarray`` raises "can't convert cuda:0 device type tensor to numpy")."""
+    if isinstance(value, torch.Tensor):
+        value = holds_values("a plotted or tabulated value", value).detach().cpu().numpy()
+    elif isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        value = [v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v for v in value]
+    return np.asarray(value, dtype=dtype)
 
 
 def listed(name: str, value: object, what: str) -> tuple:

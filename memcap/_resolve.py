@@ -52,10 +52,14 @@ def float_dtype(value: object, default: torch.dtype) -> torch.dtype:
     return value
 
 
-def device(value: torch.device | str | None) -> torch.device:
-    """``value`` as a ``torch.device`` (validated by :func:`memcap.device.pick_device`), None: pick_device()."""
+def device(value: torch.device | str | None, like: object = None) -> torch.device:
+    """``value`` as a ``torch.device`` (validated by :func:`memcap.device.pick_device`); None: the device of
+    ``like`` when it is a tensor (a function's optional tensor input: results live where their inputs
+    are; the caller then checks that input with :func:`memcap._checks.on_device`), else pick_device()."""
     if value is not None and not isinstance(value, (str, torch.device)):
         raise TypeError(f"device must be a str, a torch.device or None, got {type(value).__name__}")
+    if value is None and isinstance(like, torch.Tensor):
+        return like.device
     return pick_device(None if value is None else str(value))
 
 

@@ -58,9 +58,10 @@ class Enclosure:
         return len(self.mid), len(self.mid[0]) if self.mid else 0
 
     def approx(self) -> torch.Tensor:
-        """The midpoint matrix as float64 (rows, columns), for plotting and comparison."""
+        """The midpoint matrix as float64 (rows, columns) on the CPU, for plotting and comparison (an
+        enclosure is exact Python integers, made on the CPU whatever the device of its weights)."""
         scale = 2.0 ** -self.bits
-        return torch.tensor([[v * scale for v in row] for row in self.mid], dtype=torch.float64)
+        return torch.tensor([[v * scale for v in row] for row in self.mid], dtype=torch.float64, device="cpu")
 
     def max_radius(self) -> float:
         """The largest entrywise radius, in the matrix's own units (not scaled)."""
@@ -114,7 +115,8 @@ def enclose(params: AoTParams, tokens: torch.Tensor, kind: str = "features", *,
         raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    tokens = check_shape("tokens", id_tensor("tokens", tokens), (None, params.seq_len), "(T, S)")
+    tokens = id_tensor("tokens", tokens, device=params.device)
+    tokens = check_shape("tokens", tokens, (None, params.seq_len), "(T, S)")
     if int(tokens.min()) < 0 or int(tokens.max()) >= params.vocab:
         raise ValueError(f"tokens must be ids in [0, N) = [0, {params.vocab})")
     precision = positive_int("precision", precision)
@@ -263,7 +265,7 @@ def certify_full_rank(enclosure: Enclosure, columns: Sequence[int] | None = None
         gram = [[sum(Z[i][k] * Z[j][k] for k in range(n)) for j in range(m)] for i in range(m)]
     size = len(gram)
     scale = 2.0 ** -enclosure.bits
-    approx = torch.tensor([[v * scale for v in row] for row in Z], dtype=torch.float64)
+    approx = torch.tensor([[v * scale for v in row] for row in Z], dtype=torch.float64, device="cpu")
     sigma_estimate = float(torch.linalg.svdvals(approx)[-1])          # float64: a guide, not a proof
     error = delta_int * scale
     s_int = max(0, math.floor(margin * (sigma_estimate - error) / scale)) if sigma_estimate > error else 0

@@ -32,10 +32,11 @@ from memcap._checks import (
     float_input,
     float_tensor,
     id_tensor,
+    on_device,
     positive_int,
     same_device_dtype,
 )
-from memcap.device import exact_dtype, same_device
+from memcap.device import exact_dtype
 
 __all__ = [
     "MAX_SEQUENCES", "sinusoidal_positions", "MemorizationTask", "mahdavi_task", "all_sequences",
@@ -122,10 +123,11 @@ def sinusoidal_positions(length: int, dim: int, *, dtype: torch.dtype | None = N
     """
     length = positive_int("length", length)
     d = positive_int("dim", dim)
-    p = torch.arange(length, dtype=torch.float64)[:, None]                          # (length, 1)
-    rate = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)             # (ceil(d/2),)
+    cpu = "cpu"   # made in float64 on the CPU, then moved: the same numbers on every device
+    p = torch.arange(length, dtype=torch.float64, device=cpu)[:, None]              # (length, 1)
+    rate = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64, device=cpu) / d)  # (ceil(d/2),)
     angle = p * rate                                                                # (length, ceil(d/2))
-    pos = torch.empty(length, d, dtype=torch.float64)
+    pos = torch.empty(length, d, dtype=torch.float64, device=cpu)
     pos[:, 0::2] = torch.sin(angle)
     pos[:, 1::2] = torch.cos(angle[:, : d // 2])
     return pos.to(device=_resolve.device(device), dtype=_float_dtype(dtype))
@@ -159,7 +161,7 @@ class MemorizationTask:
             if not t.is_floating_point():
                 raise TypeError(f"{name} must have a floating-point dtype, got {t.dtype}")
             check_precision(name, t.dtype)
-            check_finite(name, t)
+            check_finite(name, on_device(name, t, None if name == "contexts" else self.contexts.device))
         check_shape("queries", self.queries, (None, None), "(T, d)")
         T, d = self.queries.shape
         if self.contexts.ndim == 2:
@@ -171,9 +173,7 @@ class MemorizationTask:
                              f"got {tuple(self.contexts.shape)}")
         same_device_dtype(contexts=self.contexts, queries=self.queries)
         check_tensor("labels", self.labels)
-        check_finite("labels", self.labels)
-        if not same_device(self.labels.device, self.queries.device):
-            raise ValueError(f"labels is on {self.labels.device} but queries is on {self.queries.device}")
+        check_finite("labels", on_device("labels", self.labels, self.queries.device))
         if self.classes is not None:
             C = positive_int("classes", self.classes)
             if self.labels.dtype != torch.int64:
@@ -278,9 +278,10 @@ def random_lookup_table(vocab: int, seq_len: int, *, generator: torch.Generator 
     return _resolve.randint(N, (N,) * S, gen, _resolve.device(device))
 
 
-def _check_table(table: object, vocab: int, seq_len: int) -> torch.Tensor:
-    """Validate a look-up table (array-likes converted): integer ids in [0, N), shape (N,)*S."""
-    table = _check_integer("table", table)
+def _check_table(table: object, vocab: int, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+    """Validate a look-up table (array-likes converted onto ``device``, a tensor elsewhere refused): integer
+    ids in [0, N), shape (N,)*S."""
+    table = _check_integer("table", table, device)
     check_shape("table", table, (vocab,) * seq_len, "(N,)*S")
     _check_range("table", table, vocab, "N")
     return table
@@ -295,7 +296,8 @@ def association_task(vocab: int, seq_len: int, *, count: int | None = None,
     distinct sequences, drawn uniformly without replacement and listed in lexicographic order; None
     means all N^S of them. Returns tokens (T0, S) int64 and targets (T0,) int64 with
     targets[i] = g(tokens[i]). ``generator`` draws the table and the subset, in that order (None: a
-    fresh generator seeded with 0). ``device`` defaults to the table's, else pick_device().
+    fresh generator seeded with 0). ``device`` defaults to the table's, else pick_device(); a table on
+    another device than ``device`` is refused.
     """
     N = positive_int("vocab", vocab)
     S = positive_int("seq_len", seq_len)
@@ -305,9 +307,8 @@ def association_task(vocab: int, seq_len: int, *, count: int | None = None,
         dev = _resolve.device(device)
         table = random_lookup_table(N, S, generator=gen, device=dev)
     else:
-        table = _check_table(table, N, S)
-        dev = table.device if device is None else _resolve.device(device)
-        table = table.to(device=dev, dtype=torch.int64)
+        table = _check_table(table, N, S, None if device is None else _resolve.device(device)).to(torch.int64)
+        dev = table.device
     if count is None:
         tokens = all_sequences(N, S, device=dev)
     else:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import torch
 
-from memcap._checks import finite_real
+from memcap._checks import finite_real, holds_values
 
 __all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated"]
 
@@ -35,8 +36,8 @@ class PolyFit:
 
 def _points(name: str, values: Sequence[float]) -> np.ndarray:
     """``values`` as a finite 1-D float array, else an error naming ``name``."""
-    if hasattr(values, "detach"):   # a torch tensor: its values, on the CPU
-        values = values.detach().cpu().numpy()
+    if isinstance(values, torch.Tensor):   # its values, on the CPU (a NumPy fit: any device will do)
+        values = holds_values(name, values).detach().cpu().numpy()
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError) as err:

@@ -187,7 +187,7 @@ def _first_dependent_subset(vectors: torch.Tensor, k: int, tol: float | None) ->
         block = list(itertools.islice(combos, chunk))
         if not block:
             return None
-        index = torch.tensor(block, dtype=torch.int64)  # (B, k)
+        index = torch.tensor(block, dtype=torch.int64, device=vectors.device)  # (B, k)
         ranks = _subset_ranks(vectors, index, tol)
         bad = torch.nonzero(ranks < k)
         if bad.numel():

@@ -186,7 +186,7 @@ def noisy_lookup_rows(targets: torch.Tensor, vocab: int, entropies: torch.Tensor
                          f"{float(levels.min()):.4g} to {float(levels.max()):.4g}")
     values = levels.detach().to("cpu", DTYPE)
     noise = {float(v): lookup_noise_for_entropy(nv, float(v)) for v in torch.unique(values)}
-    eta = torch.tensor([noise[float(v)] for v in values], dtype=DTYPE)
+    eta = torch.tensor([noise[float(v)] for v in values], dtype=DTYPE, device="cpu")   # built on the CPU, moved
     probs = (eta / (nv - 1))[:, None].repeat(1, nv)
-    probs[torch.arange(len(eta)), g.cpu()] = 1 - eta
+    probs[torch.arange(len(eta), device="cpu"), g.cpu()] = 1 - eta
     return probs.to(g.device)

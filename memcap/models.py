@@ -89,7 +89,7 @@ def _input(name: str, value: object, like: torch.Tensor | None = None) -> torch.
 def _check_params_tensors(names: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> None:
     """All weights are finite floating tensors on one device with one dtype."""
     for name, t in zip(names, tensors):
-        _check_floating(name, t)
+        float_input(name, check_tensor(name, t), tensors[0] if isinstance(tensors[0], torch.Tensor) else None)
     same_device_dtype(**dict(zip(names, tensors)))
 
 

@@ -19,6 +19,9 @@ When a figure shows one curve per value of a parameter (a dataset size T, a widt
 a few lines, :func:`label_line` names each at its end, in its colour, instead of a legend. Labels must typeset
 their symbols as math (``"$d_h$"``, ``"$\\le$"``): :func:`finish` refuses ``d_h`` or ``<=`` outside
 ``$...$``, so a raw symbol cannot reach a page.
+
+Plotted values may be tensors on any device (or lists of them): the drawing functions bring them to the
+CPU first (``memcap._checks.host_array``), since NumPy and matplotlib read only CPU memory.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from memcap._checks import host_array
 
 __all__ = ["THEORY", "MEASURED", "CONSTRUCTED", "PUBLISHED", "RANDOM", "PALETTE", "WIDTH", "HEIGHT", "DPI",
            "use_style", "figure", "series_colors", "theory_line", "measured", "published", "fit_line",
@@ -115,7 +120,7 @@ def series_colors(n: int, cmap: str = "viridis") -> list[str]:
 def theory_line(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = THEORY, **kw):
     """Draw a bound or closed form: dashed, in the theory colour, labelled with the formula."""
     kw.setdefault("linestyle", "--")
-    return ax.plot(np.asarray(x), np.asarray(y), color=color, label=label, **kw)
+    return ax.plot(host_array(x), host_array(y), color=color, label=label, **kw)
 
 
 def measured(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = MEASURED,
@@ -125,28 +130,28 @@ def measured(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, c
     kw.setdefault("markersize", 4)
     kw.setdefault("linewidth", 1.2)
     if yerr is not None:
-        return ax.errorbar(np.asarray(x), np.asarray(y), yerr=np.asarray(yerr), color=color, marker=marker,
+        return ax.errorbar(host_array(x), host_array(y), yerr=host_array(yerr), color=color, marker=marker,
                            capsize=2, label=label, **kw)
-    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, label=label, **kw)
+    return ax.plot(host_array(x), host_array(y), color=color, marker=marker, label=label, **kw)
 
 
 def published(ax, x: Sequence[float], y: Sequence[float], label: str | None, *, color: str = PUBLISHED,
               marker: str = "s", **kw):
     """Draw numbers a paper's authors published: open markers, thin grey line."""
-    return ax.plot(np.asarray(x), np.asarray(y), color=color, marker=marker, markersize=4.5, linewidth=1.0,
+    return ax.plot(host_array(x), host_array(y), color=color, marker=marker, markersize=4.5, linewidth=1.0,
                    markerfacecolor="none", label=label, **kw)
 
 
 def fit_line(ax, x: Sequence[float], fn: Callable[[np.ndarray], np.ndarray], label: str | None, *,
              color: str = MEASURED, points: int = 100, **kw):
     """Draw a fitted curve ``fn`` dotted, only over ``[min(x), max(x)]``, the range it was fitted on."""
-    x = np.asarray(x, dtype=float)
+    x = host_array(x, dtype=float)
     if x.size == 0 or not np.all(np.isfinite(x)):
         raise ValueError("x must be a non-empty array of finite values (the points the fit used)")
     grid = np.linspace(x.min(), x.max(), points) if x.size > 1 else x
     kw.setdefault("linestyle", ":")
     kw.setdefault("linewidth", 1.4)
-    return ax.plot(grid, np.asarray(fn(grid), dtype=float), color=color, label=label, **kw)
+    return ax.plot(grid, host_array(fn(grid), dtype=float), color=color, label=label, **kw)
 
 
 def _plain(value: float, _pos=None) -> str:

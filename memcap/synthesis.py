@@ -463,10 +463,10 @@ def _table(kind: str, vocab: int, seq_len: int, count: int | None, gen: torch.Ge
         return association_task(vocab, seq_len, count=count, generator=gen, device="cpu")[0]
     if kind == "one_last_token":
         head = association_task(vocab, seq_len - 1, count=min(count, vocab ** (seq_len - 1)), generator=gen,
-                                device="cpu")[0] if seq_len > 1 else torch.zeros(1, 0, dtype=torch.long)
-        return torch.cat([head, torch.zeros(head.shape[0], 1, dtype=torch.long)], dim=1)
+                                device="cpu")[0] if seq_len > 1 else torch.zeros(1, 0, dtype=torch.long, device="cpu")
+        return torch.cat([head, torch.zeros(head.shape[0], 1, dtype=torch.long, device="cpu")], dim=1)
     if kind == "repeated_token":
-        constant = torch.arange(vocab)[:, None].expand(vocab, seq_len)
+        constant = torch.arange(vocab, device="cpu")[:, None].expand(vocab, seq_len)
         rest = association_task(vocab, seq_len, count=count, generator=gen, device="cpu")[0]
         both = torch.unique(torch.cat([constant, rest]), dim=0)
         return both
@@ -518,7 +518,7 @@ def trained_aot_attention(spec: AoTSpec, params: Mapping[str, np.ndarray]) -> tu
     ``params``: one model's weights as kept by :func:`memcap.train.train_models` (``keep_params=True``).
     The training set is redrawn as the engine draws it: :func:`memcap.data.association_task` with a CPU
     generator seeded with ``spec.data_seed`` (the accuracy, recomputed here, lets the caller check that
-    the two agree).
+    the two agree). Computed where the weights are (arrays: the CPU; tensors must share one device).
     """
     if not isinstance(spec, AoTSpec):
         raise TypeError(f"spec must be an AoTSpec, got {type(spec).__name__}")
@@ -534,14 +534,16 @@ def trained_aot_attention(spec: AoTSpec, params: Mapping[str, np.ndarray]) -> tu
     shapes = {"token_embedding": ((N, d), "(N, d)"), "positional_embedding": ((S, d), "(S, d)"),
               "W_Q": ((H, d_h, d), "(H, d_h, d)"), "W_K": ((H, d_h, d), "(H, d_h, d)"),
               "W_V": ((H, d_h, d), "(H, d_h, d)"), "W_O": ((H, d, d_h), "(H, d, d_h)"), "W_U": ((N, d), "(N, d)")}
-    weights = AoTParams(*(check_shape(f"params[{k!r}]", real_tensor(f"params[{k!r}]", params[k], dtype=DTYPE),
-                                      *shapes[k]) for k in names))
+    first = params[names[0]]
+    dev = first.device if isinstance(first, torch.Tensor) else torch.device("cpu")   # arrays: on the CPU
+    weights = AoTParams(*(check_shape(f"params[{k!r}]", real_tensor(f"params[{k!r}]", params[k], dtype=DTYPE,
+                                                                    device=dev), *shapes[k]) for k in names))
     tokens, targets = association_task(spec.vocab, spec.seq_len, count=spec.examples,
-                                       generator=torch.Generator().manual_seed(spec.data_seed), device="cpu")
+                                       generator=torch.Generator().manual_seed(spec.data_seed), device=dev)
     with torch.no_grad():
         attention = aot_attention(weights, tokens)
         accuracy = float((aot_forward(weights, tokens).argmax(1) == targets).double().mean())
-    return attention.numpy(), accuracy
+    return attention.cpu().numpy(), accuracy
 
 
 def engine_param_count(spec: MHASpec | AoTSpec) -> int:

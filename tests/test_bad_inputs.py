@@ -156,6 +156,115 @@ def test_bad_input_is_refused_naming_the_argument(name, valid, one_thread, data)
         _assert_refused(case, _with(kwargs, path, dtype), path, str(dtype))
 
 
+# --- a tensor on another device (issue 34): refused naming it, before any of its values is read ----------
+
+META = torch.device("meta")
+"""PyTorch's device of shapes without values: the second device a CPU-only machine has. A tensor moved
+there beside CPU inputs stands for a CUDA tensor beside CPU ones (or the reverse) on a GPU machine, and
+reading one of its values raises ``RuntimeError`` ("Tensor.item() cannot be called on meta tensors"): a
+device check that comes after the first value is read fails here as a raw error."""
+
+READ_ON_THE_CPU = {
+    **{f"memcap.fits.{name}": "a NumPy fit: each argument's values are copied to the CPU, so arguments on "
+                              "different devices do not mix" for name in ("r_squared", "poly_fit", "linear_fit",
+                                                                          "non_saturated")},
+    "memcap.construct.relu_exact.exact_relu_residual_bound": "exact arithmetic on Python numbers read from each "
+                                                             "argument on its own (tolist): nothing mixes",
+}
+"""Cases whose tensor arguments may each be on any device, with the reason: every argument on ``meta``
+is refused as holding no values, none as a device mix."""
+
+OWN_TENSORS_ONLY = {
+    "memcap.real.transformer.init_normal_": "initialises the module's own weights in place: there is no other "
+                                            "tensor for them to meet",
+}
+"""Cases that accept a tensor container (a module) on ``meta``, with the reason."""
+
+
+def _on_meta(value: object) -> torch.Tensor:
+    """``value`` (a tensor or a NumPy array) as a tensor on :data:`META`."""
+    return (torch.from_numpy(value) if isinstance(value, np.ndarray) else value).to(META)
+
+
+def _refusal(case: Case, kwargs: dict, what: str) -> Exception:
+    """The ``ValueError`` or ``TypeError`` with which ``case`` refuses ``kwargs``; a call that goes through, or
+    an error of torch's (a device check that came too late), fails the test."""
+    try:
+        case.call(kwargs)
+    except (ValueError, TypeError) as err:
+        return err
+    except Exception as err:  # noqa: BLE001 - whatever torch raised, the check came too late
+        pytest.fail(f"{case.name}: {what} on {META} reached torch before any device check: "
+                    f"{type(err).__name__}: {err}")
+    pytest.fail(f"{case.name}: {what} on {META} beside CPU inputs went through")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_tensor_on_another_device_is_refused_naming_it(name, one_thread):
+    """Every tensor argument of every case, moved alone to ``meta`` (the rest on the CPU): refused with a
+    ``ValueError``/``TypeError`` naming it, before any of its values is read. At most one argument of a
+    case (the first one checked, which sets the call's device) may be refused as holding no values;
+    every other one must be refused as a device mix, so that each function compares its inputs' devices
+    (:data:`READ_ON_THE_CPU` lists the exceptions)."""
+    case = CASES[name]
+    _skip_if_missing(case)
+    alone = []
+    for path in case.tensors + case.ids:
+        err = _refusal(case, _with(case.build(CPU), path, _on_meta(_get(case.build(CPU), path))), path)
+        top = path.partition(".")[0]
+        assert top in str(err), f"{name}: {path} on {META} refused without naming {top!r}: {err}"
+        if "holds no values" in str(err):
+            alone.append(path)
+    if name in READ_ON_THE_CPU:
+        assert len(alone) == len(case.tensors + case.ids), f"{name}: in READ_ON_THE_CPU, but a mix was refused"
+    else:
+        assert len(alone) <= 1, f"{name}: {alone} are each refused alone: their devices are never compared"
+
+
+def _container_on_meta(value: object) -> object | None:
+    """A copy of a module or of a dataclass of tensors (``MHAParams``, ``SequenceEncoder``, ...) with every
+    tensor on :data:`META` (built around its own checks, as a record moved after its construction), or
+    None for a value holding no tensor."""
+    import copy
+    import dataclasses
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).to(META)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return None
+    fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if not any(isinstance(v, torch.Tensor) for v in fields.values()):
+        return None
+    moved = copy.copy(value)
+    for field_name, v in fields.items():
+        if isinstance(v, torch.Tensor):
+            object.__setattr__(moved, field_name, v.to(META))
+    return moved
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_model_on_another_device_is_refused(name, one_thread):
+    """The arguments that hold tensors without being one (a model's weights ``params``, a sequence encoder,
+    a ``torch.nn.Module``), moved to ``meta`` with the rest of the call on the CPU: refused with a
+    ``ValueError``/``TypeError`` (the message names the input that meets them), never torch's own error."""
+    case = CASES[name]
+    _skip_if_missing(case)
+    listed = {path.partition(".")[0] for path in case.tensors + case.ids}
+    for arg, value in case.build(CPU).items():
+        moved = None if arg in listed else _container_on_meta(value)
+        if moved is None:
+            continue
+        if name in OWN_TENSORS_ONLY:
+            case.call({**case.build(CPU), arg: moved})
+            continue
+        _refusal(case, {**case.build(CPU), arg: moved}, arg)
+
+
+def test_the_device_exceptions_name_cases():
+    assert set(READ_ON_THE_CPU) | set(OWN_TENSORS_ONLY) <= set(CASES)
+    assert all(len(reason) > 20 for reason in {**READ_ON_THE_CPU, **OWN_TENSORS_ONLY}.values())
+
+
 # --- careless but common calls (issue 20): each refused naming the argument, or read as meant -----------
 
 def test_careless_calls_of_the_training_engine_and_the_experiments():

@@ -103,3 +103,44 @@ def test_listed_refuses_one_item_where_a_list_is_expected():
         _checks.listed("grid", {"vocab": 2}, "grid points")
     with pytest.raises(TypeError, match="specs must be a list of specs, got one float"):
         _checks.listed("specs", 0.5, "specs")
+
+
+# --- devices (issue 34): a tensor elsewhere is refused naming it, before any of its values is read ---------
+
+META = torch.device("meta")   # shapes without values: the second device of a CPU-only machine
+
+
+def test_a_tensor_holding_no_values_is_refused_naming_it():
+    on_meta = torch.ones(2, device=META)
+    for check in (lambda: _checks.real_tensor("x", on_meta), lambda: _checks.float_input("x", on_meta),
+                  lambda: _checks.check_finite("x", on_meta), lambda: _checks.holds_values("x", on_meta),
+                  lambda: _checks.id_tensor("x", torch.ones(2, dtype=torch.int64, device=META)),
+                  lambda: _checks.ids_in_range("x", torch.ones(2, dtype=torch.int64, device=META), 3)):
+        with pytest.raises(ValueError, match="x is on the meta device, which holds no values"):
+            check()
+    assert _checks.holds_values("x", torch.ones(2)).shape == (2,)
+
+
+def test_a_tensor_on_another_device_than_the_call_is_refused_as_a_mix_first():
+    """The device comparison comes before the values are read: a mix is reported as a mix."""
+    cpu, elsewhere = torch.ones(2), torch.ones(2, device=META)
+    with pytest.raises(ValueError, match="q is on meta but the other inputs are on cpu"):
+        _checks.float_input("q", elsewhere, cpu)
+    with pytest.raises(ValueError, match="x is on meta but the model's parameters are on cpu"):
+        _checks.module_input("x", elsewhere, cpu)
+    with pytest.raises(ValueError, match="t is on meta but the other inputs are on cpu"):
+        _checks.id_tensor("t", torch.ones(2, dtype=torch.int64, device=META), device="cpu")
+    with pytest.raises(ValueError, match="x is on cpu but the other inputs are on meta"):
+        _checks.on_device("x", cpu, META)
+    assert _checks.on_device("x", cpu, "cpu:0") is cpu   # one device, two names
+    assert _checks.float_input("q", cpu, torch.zeros(1, dtype=torch.float64)) is cpu   # dtypes: same_device_dtype
+
+
+def test_host_array_brings_tensors_to_the_cpu_for_numpy_and_matplotlib():
+    grad = torch.ones(3, requires_grad=True)                  # np.asarray refuses it as it is
+    assert _checks.host_array(grad).tolist() == [1.0, 1.0, 1.0]
+    scalars = [torch.tensor(1.5), 2, torch.tensor(3)]         # 0-d results, as a GPU loop collects them
+    assert _checks.host_array(scalars, dtype=float).tolist() == [1.5, 2.0, 3.0]
+    assert _checks.host_array([[1, 2]]).shape == (1, 2)
+    with pytest.raises(ValueError, match="holds no values"):
+        _checks.host_array(torch.ones(2, device=META))

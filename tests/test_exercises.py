@@ -262,10 +262,11 @@ def _relu_answers(keep: int):
     x = rx.integer_points_in_general_position(10, 2, seed=0)       # the chapter's data set
     rng = random.Random(1)
     y = [rng.randint(-3, 3) for _ in range(10)]
-    contexts = torch.eye(2, 3, dtype=torch.float64)
-    queries = torch.cat([torch.zeros(10, 1, dtype=torch.float64), torch.tensor(x, dtype=torch.float64)], dim=1)
+    contexts = torch.eye(2, 3, dtype=torch.float64, device="cpu")
+    queries = torch.cat([torch.zeros(10, 1, dtype=torch.float64, device="cpu"),
+                         torch.tensor(x, dtype=torch.float64, device="cpu")], dim=1)
     X = ml.fcn_inputs(contexts, queries)
-    labels = torch.tensor(y, dtype=torch.float64)[:, None]
+    labels = torch.tensor(y, dtype=torch.float64, device="cpu")[:, None]
     fit = ml.fit_relu(X[:keep], labels[:keep], 2, restarts=1, steps=50, generator=torch.Generator().manual_seed(4))
     return rx.exact_relu_residual_bound(x[:keep], y[:keep], 2), fit
 
@@ -417,7 +418,7 @@ WRONG = [
     ("ex-mahdavi-relu-3", lambda: (_relu_answers(keep=7)[0], None), "what fit_relu returns"),
     ("ex-mahdavi-skip-2", lambda: ((1.5, -1.5),), "adds the skip term"),
     ("ex-mahdavi-skip-2", lambda: ((-0.5, 2.5, 5.0),), "d_out = 2 entries"),
-    ("ex-mahdavi-skip-2", lambda: (torch.tensor([2.5, -4.5]),), "first d_out coordinates"),
+    ("ex-mahdavi-skip-2", lambda: (torch.tensor([2.5, -4.5], device="cpu"),), "first d_out coordinates"),
     ("ex-mahdavi-skip-3", lambda: (_second_layer(first=False),), "Assumption 1"),
     ("ex-mahdavi-skip-3", lambda: (lambda *a: a[3],), "one number per example"),
     ("ex-dana-aot-2", lambda: _aot_gpt2(total_fix=1024 * 768), "positional embedding"),
@@ -512,7 +513,7 @@ def _last_token(first=False, refuse=True):
         n = contexts.shape[-2]
         if not refuse:
             weight = min(weight, 0.999)
-        theta = torch.full((len(examples), n), (1 - weight) / (n - 1), dtype=contexts.dtype)
+        theta = torch.full((len(examples), n), (1 - weight) / (n - 1), dtype=contexts.dtype, device=contexts.device)
         theta[:, 0 if first else -1] = weight
         return mahdavi.claim1_head(contexts, queries, examples, theta, head_dim=head_dim)
     return answer
@@ -535,7 +536,7 @@ def _random_report():
     from memcap import linalg
 
     gen = torch.Generator().manual_seed(0)
-    tokens = torch.randn(30, 5, 64, generator=gen, dtype=torch.float64)
+    tokens = torch.randn(30, 5, 64, generator=gen, dtype=torch.float64, device="cpu")
     return linalg.assumption_report(tokens, tokens[:, 0], subsets=50, generator=gen)
 
 
@@ -701,7 +702,8 @@ def test_a_message_never_shows_expected_and_got_equal():
 def test_labels_and_answers_in_other_containers_never_raise(capsys):
     """``check`` never raises: a label in a list is read as the label, another type is a failed result."""
     assert check(["ex-mahdavi-skip-2"], np.array([-0.5, 2.5]))
-    assert check("ex-mahdavi-skip-2", [[-0.5], [2.5]]) and check("ex-mahdavi-skip-2", torch.tensor([[-0.5, 2.5]]))
+    assert check("ex-mahdavi-skip-2", [[-0.5], [2.5]])
+    assert check("ex-mahdavi-skip-2", torch.tensor([[-0.5, 2.5]], device="cpu"))
     refused = check({"label": 1}, 3)
     assert not refused and "the exercise's label should be a string" in refused.message
     capsys.readouterr()

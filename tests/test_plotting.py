@@ -1,6 +1,7 @@
 import matplotlib
 import numpy as np
 import pytest
+import torch
 from matplotlib.lines import Line2D
 
 from memcap import plotting
@@ -152,4 +153,17 @@ def test_label_line_names_a_line_at_its_end_in_its_colour():
     (empty,) = ax.plot([np.nan], [np.nan])
     with pytest.raises(ValueError, match="no finite point"):
         plotting.label_line(ax, empty, "x")
+    matplotlib.pyplot.close(fig)
+
+
+def test_tensors_are_drawn_from_the_cpu():
+    """Tensors (on any device: copied to the CPU first), tensors that require grad and lists of 0-d tensors
+    (as a loop on a GPU collects them) are drawn like arrays."""
+    fig, ax = plotting.figure()
+    x = torch.arange(3.0, requires_grad=True)
+    (line,) = plotting.theory_line(ax, x, [torch.tensor(1.0), torch.tensor(2.0), 4.0], None)
+    assert line.get_ydata().tolist() == [1.0, 2.0, 4.0] and line.get_xdata().tolist() == [0.0, 1.0, 2.0]
+    plotting.measured(ax, x, x * 2, None, yerr=torch.ones(3))
+    (fit,) = plotting.fit_line(ax, x, lambda g: torch.as_tensor(g) * 2, None, points=5)
+    assert fit.get_ydata().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     matplotlib.pyplot.close(fig)

@@ -27,6 +27,10 @@ def test_dtype_and_device():
     with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype"):
         _resolve.float_dtype(torch.int64, torch.float64)
     assert _resolve.device("cpu") == torch.device("cpu")
+    on_meta = torch.ones(1, device="meta")                    # an optional tensor input sets the device ...
+    assert _resolve.device(None, like=on_meta) == torch.device("meta")
+    assert _resolve.device("cpu", like=on_meta) == torch.device("cpu")   # ... unless one is asked for
+    assert _resolve.device(None, like=[1.0]) == _resolve.device(None)   # an array has no device
     with pytest.raises(TypeError, match="device must be a str, a torch.device or None"):
         _resolve.device(0)
 

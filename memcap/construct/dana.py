@@ -48,7 +48,7 @@ from memcap._checks import (
 )
 from memcap.data import entropy as row_entropy
 from memcap.data import kl_divergence
-from memcap.device import exact_dtype, same_device
+from memcap.device import exact_dtype
 from memcap.models import AoTParams, aot_forward, aot_head_inputs, init_aot
 
 __all__ = [
@@ -154,13 +154,10 @@ class SequenceEncoder:
 
     def __post_init__(self) -> None:
         float_input("unembedding", check_tensor("unembedding", self.unembedding))
-        float_input("embedding", check_tensor("embedding", self.embedding))
+        float_input("embedding", check_tensor("embedding", self.embedding), self.unembedding)   # one device
         if self.unembedding.ndim != 2 or min(self.unembedding.shape) == 0:
             raise ValueError(f"unembedding must have shape (N, d), got {tuple(self.unembedding.shape)}")
         check_shape("embedding", self.embedding, (None, self.unembedding.shape[1]), "(T, d)")
-        if not same_device(self.embedding.device, self.unembedding.device):
-            raise ValueError(f"embedding is on {self.embedding.device} but unembedding is on "
-                             f"{self.unembedding.device}")
 
     @property
     def vocab(self) -> int:
@@ -217,7 +214,7 @@ def minimize_kl(logits_fn: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
     if not init:
         raise ValueError("init must hold at least one parameter tensor")
     weights = _prior(prior, probs.shape[0], probs.device)
-    params = {k: check_shape(f"init[{k!r}]", float_input(f"init[{k!r}]", check_tensor(f"init[{k!r}]", v)),
+    params = {k: check_shape(f"init[{k!r}]", float_input(f"init[{k!r}]", check_tensor(f"init[{k!r}]", v), probs),
                              (None,) * v.ndim).detach().to(probs.dtype).clone().requires_grad_(True)
               for k, v in init.items()}
     optimizer = torch.optim.Adam(params.values(), lr=lr)
@@ -349,14 +346,16 @@ def lemma2_params(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int,
     Embeddings have i.i.d. coordinates (token coordinates in (1, 2), positions in (0, 1)), so every first
     coordinate is positive and generic (Lemma 3); W_V is Gaussian; W_O and W_U are zero (they play no role
     in the rank). ``scales``: (H,) distinct positive w_h, default 1, 2, ..., H. Returns AoTParams (float64)
-    on ``device`` (None: :func:`memcap.device.pick_device`; drawn on the generator's device, then moved).
+    on ``device`` (None: the device of ``scales`` when it is a tensor, else :func:`memcap.device.pick_device`;
+    a ``scales`` tensor elsewhere is refused; drawn on the generator's device, then moved).
     """
     N, S, d = positive_int("vocab", vocab), positive_int("seq_len", seq_len), positive_int("dim", dim)
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     _check_head_dim(d, d_h)
-    gen, dev = _resolve.generator(generator), _resolve.device(device)
+    gen, dev = _resolve.generator(generator), _resolve.device(device, like=scales)
+    scales = torch.arange(1, H + 1, dtype=torch.float64, device="cpu") if scales is None else \
+        real_tensor("scales", scales, device=dev)   # the default is made on the CPU (MPS has no float64), moved
     dtype = exact_dtype(dev)
-    scales = torch.arange(1, H + 1, dtype=torch.float64) if scales is None else real_tensor("scales", scales)
     check_shape("scales", scales, (H,), "(H,)")
     scales = scales.to(device=dev, dtype=dtype)
     if bool((scales <= 0).any()) or torch.unique(scales).numel() != H:
@@ -616,11 +615,13 @@ def identity_hadamard_unembedding(dim: int, *, device: torch.device | str | None
     d = positive_int("dim", dim)
     if d & (d - 1):
         raise ValueError(f"dim must be a power of 2 (Sylvester's Hadamard construction), got {d}")
-    had = torch.ones(1, 1, dtype=DTYPE)
+    cpu = "cpu"   # made in float64 on the CPU (MPS has no float64), then moved and cast
+    had = torch.ones(1, 1, dtype=DTYPE, device=cpu)
     while had.shape[0] < d:
         had = torch.cat([torch.cat([had, had], 1), torch.cat([had, -had], 1)], 0)
     dev = _resolve.device(device)
-    return torch.cat([torch.eye(d, dtype=DTYPE), had / math.sqrt(d)]).to(device=dev, dtype=exact_dtype(dev))
+    return torch.cat([torch.eye(d, dtype=DTYPE, device=cpu), had / math.sqrt(d)]).to(device=dev,
+                                                                                     dtype=exact_dtype(dev))
 
 
 def _solve_scale(gaps: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

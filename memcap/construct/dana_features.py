@@ -116,9 +116,10 @@ def rank_one_witness(tokens: torch.Tensor, vocab: int, dim: int, heads: int, *,
         raise ValueError("S >= 2 is needed: with S = 1 every head returns x_1(t), the skip connection itself")
     generator = _resolve.generator(generator)
     if scales is None:
-        grid = 2.0 ** torch.arange(-3, 7, dtype=DTYPE)
+        grid = 2.0 ** torch.arange(-3, 7, dtype=DTYPE, device=tokens.device)
     else:
-        grid = check_shape("scales", real_tensor("scales", scales, dtype=DTYPE), (None,), "(k,)")
+        grid = check_shape("scales", real_tensor("scales", scales, dtype=DTYPE, device=tokens.device), (None,),
+                           "(k,)")
         if bool((grid <= 0).any()):
             raise ValueError("scales must be positive numbers w_h (the rank-one attention w_h e_1 e_1^T)")
     dev = tokens.device

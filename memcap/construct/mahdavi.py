@@ -44,7 +44,7 @@ from memcap._checks import (
     positive_real,
     real_tensor,
 )
-from memcap.device import exact_dtype, same_device
+from memcap.device import exact_dtype
 from memcap.models import MHAParams, mha_features, mha_forward
 
 __all__ = [
@@ -238,11 +238,9 @@ class RankOneSeparator:
             t = getattr(self, name)
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-            real_tensor(name, t)
+            real_tensor(name, t, device=self.u.device if name == "v" else None)   # v where u is
             check_shape(name, t, (None,), "(d,)")
         check_shape("v", self.v, tuple(self.u.shape), "(d,)")
-        if not same_device(self.v.device, self.u.device):
-            raise ValueError(f"v is on {self.v.device} but u is on {self.u.device}")
         object.__setattr__(self, "vanish_on", tuple(nonnegative_int("vanish_on[i]", t) for t in
                                                     listed("vanish_on", self.vanish_on, "example indices")))
 
@@ -421,9 +419,10 @@ def _targets(E_m: torch.Tensor, logits_m: torch.Tensor) -> torch.Tensor:
     return (E_m.transpose(1, 2) @ coeff).squeeze(-1).T  # (d, m)
 
 
-def _attention_logits(name: str, theta: object, m: int, n: int) -> torch.Tensor:
-    """Logits alpha* = log theta (one choice among the shifts alpha* + const) for prescribed theta: (m, n)."""
-    th = _real_tensor(name, theta)
+def _attention_logits(name: str, theta: object, m: int, n: int, device: torch.device) -> torch.Tensor:
+    """Logits alpha* = log theta (one choice among the shifts alpha* + const) for prescribed theta: (m, n),
+    on ``device`` (the other inputs')."""
+    th = _real_tensor(name, theta, device)
     if th.shape != (m, n):
         raise ValueError(f"{name} must have shape (m, n) = ({m}, {n}), got {tuple(th.shape)}")
     if bool((th <= 0).any()):
@@ -480,7 +479,7 @@ def claim1_head(contexts: torch.Tensor, queries: torch.Tensor, examples: object,
     witness = _dependent_query_set(e, chosen, ())
     if witness is not None:
         _raise_assumption_1(witness, n)
-    logits = _attention_logits("theta", theta, len(chosen), n)
+    logits = _attention_logits("theta", theta, len(chosen), n, e.device)
     B = _targets(E[list(chosen)], logits) if chosen else torch.zeros(d, 0, dtype=e.dtype, device=e.device)
     W_K, W_Q = _factor(B, e[list(chosen)], d_h, None)
     return OneHead(W_K=W_K, W_Q=W_Q, examples=chosen)
@@ -510,7 +509,7 @@ def claim2_head(contexts: torch.Tensor, queries: torch.Tensor, examples: object,
     if set(kept) & set(chosen):
         raise ValueError("saturate and examples must be disjoint")
     sep = rank_one_separator(E, e, chosen, generator=generator)
-    logits = _attention_logits("theta", theta, len(chosen), n)
+    logits = _attention_logits("theta", theta, len(chosen), n, e.device)
     B = _targets(E[list(chosen)], logits) if chosen else torch.zeros(d, 0, dtype=e.dtype, device=e.device)
     W_K, W_Q = _factor(B, e[list(chosen)], d_h, None)
     idx = list(kept)

@@ -133,8 +133,8 @@ class ReLUParams:
     b_2: torch.Tensor
 
     def __post_init__(self) -> None:
-        for name in ("W_1", "b_1", "W_2", "b_2"):
-            _floating(name, check_tensor(name, getattr(self, name)))
+        for name in ("W_1", "b_1", "W_2", "b_2"):   # all on W_1's device
+            _floating(name, check_tensor(name, getattr(self, name)), None if name == "W_1" else self.W_1)
         if self.W_1.ndim != 2:
             raise ValueError(f"W_1 must have shape (d_in, m), got {tuple(self.W_1.shape)}")
         check_shape("W_1", self.W_1, (None, None), "(d_in, m)")
@@ -332,8 +332,8 @@ def _activation_patterns(x: torch.Tensor, tol: float) -> torch.Tensor:
             base = sum(1 << t for t in off if sign * float(values[t]) > 0)
             for choice in subsets_of_p:
                 found.add(base | sum(1 << t for t, c in zip(P, choice) if c))
-    codes = torch.tensor(sorted(found), dtype=torch.int64)                      # (K,)
-    return ((codes[:, None] >> torch.arange(T)) & 1).bool().to(x.device)        # (K, T)
+    codes = torch.tensor(sorted(found), dtype=torch.int64, device=x.device)     # (K,)
+    return ((codes[:, None] >> torch.arange(T, device=x.device)) & 1).bool()   # (K, T)
 
 
 def relu_residual_lower_bound(inputs: torch.Tensor, labels: torch.Tensor, hidden: int, *,

@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from memcap._checks import positive_int
+from memcap._checks import holds_values, positive_int
 
 __all__ = ["DEFAULT_MAX_TUPLES", "ExactReLUBound", "exact_activation_patterns", "exact_relu_residual_bound",
            "integer_points_in_general_position"]
@@ -55,6 +55,7 @@ def _exact_input(name: str, value: object, shape: str, ndims: tuple[int, ...]) -
     ``shape`` names the accepted shapes with the paper's symbols, ``ndims`` their numbers of axes.
     """
     if isinstance(value, torch.Tensor):
+        holds_values(name, value)   # read exactly on the CPU (Python numbers): any device will do
         exact = not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
     elif isinstance(value, np.ndarray):
         exact = value.dtype.kind in "iu"

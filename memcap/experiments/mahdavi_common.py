@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memcap._checks import positive_int, positive_real
+from memcap._checks import host_array, positive_int, positive_real
 from memcap.bounds import mha_capacity
 from memcap.fits import PolyFit, linear_fit, non_saturated
 from memcap.train import MHASpec
@@ -166,12 +166,12 @@ def training_labels(record: dict) -> np.ndarray:
     task = mahdavi_task(spec.examples, spec.context_size, spec.dim, shared=spec.shared, task=spec.task,
                         classes=spec.classes or 1, out_dim=spec.out_dim, generator=gen, dtype=torch.float64,
                         device=torch.device("cpu"))
-    return task.labels.numpy()
+    return task.labels.cpu().numpy()
 
 
 def largest_label_share(labels: np.ndarray) -> float:
     """Share of the most frequent class among ``labels`` (T,): the best accuracy of a constant prediction."""
-    labels = np.asarray(labels)
+    labels = host_array(labels)
     if labels.ndim != 1 or labels.size == 0:
         raise ValueError(f"labels must be a non-empty array of classes (T,), got shape {labels.shape}")
     return float(np.bincount(labels.astype(int)).max() / labels.size)
@@ -179,7 +179,7 @@ def largest_label_share(labels: np.ndarray) -> float:
 
 def label_variance(labels: np.ndarray) -> float:
     """Mean squared deviation of regression labels (T, d_out) from their mean: the best MSE of a constant."""
-    labels = np.asarray(labels, dtype=float)
+    labels = host_array(labels, dtype=float)
     if labels.ndim != 2 or labels.shape[0] == 0:
         raise ValueError(f"labels must be regression targets of shape (T, d_out), got {labels.shape}")
     return float(((labels - labels.mean(axis=0)) ** 2).mean())
@@ -208,7 +208,7 @@ def plot_curves(ax, x: Sequence[float], values: np.ndarray, theory: np.ndarray, 
     """
     from memcap import plotting
 
-    values, theory = np.atleast_2d(values), np.atleast_2d(theory)
+    values, theory = np.atleast_2d(host_array(values)), np.atleast_2d(host_array(theory))
     if values.shape != theory.shape or values.shape[0] != len(examples) or values.shape[1] != len(x):
         raise ValueError(f"values and theory must have shape (len(examples), len(x)) = ({len(examples)}, "
                          f"{len(x)}), got {values.shape} and {theory.shape}")

@@ -13,6 +13,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from memcap._checks import host_array
 from memcap.experiments import recorded
 from memcap.experiments._grids import mha_capacity_jobs, split_jobs
 from memcap.experiments.verdicts import Verdict, grade, holds, percent
@@ -83,7 +84,7 @@ def saturation(theta: np.ndarray, threshold: float = SATURATION_THRESHOLD) -> di
     all H T head-example pairs) and ``fraction_with_unsaturated`` (share of examples with at least one
     unsaturated head).
     """
-    theta = np.asarray(theta, dtype=float)
+    theta = host_array(theta, dtype=float)
     if theta.ndim != 3 or 0 in theta.shape:
         raise ValueError(f"theta must have shape (T, H, n) with no empty axis, got {theta.shape}")
     if not np.allclose(theta.sum(axis=2), 1.0, atol=1e-5) or (theta < 0).any():
@@ -94,7 +95,7 @@ def saturation(theta: np.ndarray, threshold: float = SATURATION_THRESHOLD) -> di
 def saturation_of_max_weights(top: np.ndarray, threshold: float = SATURATION_THRESHOLD) -> dict:
     """:func:`saturation`'s statistics from ``top`` (T, H), the largest attention weight of head h on example t
     (all a recorded run needs to keep, :func:`recorded_paper_run`)."""
-    top = np.asarray(top, dtype=float)
+    top = host_array(top, dtype=float)
     if top.ndim != 2 or 0 in top.shape:
         raise ValueError(f"top must have shape (T, H) with no empty axis, got {top.shape}")
     if not np.all((top > 0) & (top <= 1 + 1e-6)):
@@ -134,7 +135,7 @@ MOST_EXAMPLES = 0.9
 
 def majority_saturated(model: dict) -> float:
     """Share of the examples of one summarized model with more than half of their H heads saturated."""
-    return float((np.asarray(model["count"]) > model["heads"] / 2).mean())
+    return float((host_array(model["count"]) > model["heads"] / 2).mean())
 
 
 def capacity_check(model: dict) -> str:

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap._checks import host_array
 from memcap.experiments._grids import mha_jobs
 from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, matches, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
@@ -91,7 +92,7 @@ def flattening(x: Sequence[float], y: Sequence[float]) -> float:
 
     The halves meet at the grid point nearest the middle of the range; < 1 when the curve flattens.
     """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = host_array(x, dtype=float), host_array(y, dtype=float)
     if x.size < 3:
         raise ValueError(f"need at least 3 points to compare two halves, got {x.size}")
     mid = int(np.argmin(np.abs(x - (x[0] + x[-1]) / 2)))

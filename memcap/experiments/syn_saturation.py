@@ -135,18 +135,18 @@ def constructions(g: dict, seed: int = 0) -> list[Saturation]:
                         dtype=torch.float64, device="cpu")
     w = synthesis.mahdavi_classifier(task.contexts, task.queries, task.labels, classes=m["classes"], heads=H,
                                      head_dim=d_h, generator=gen)
-    pos = sinusoidal_positions(n + 1, d, dtype=torch.float64)
+    pos = sinusoidal_positions(n + 1, d, dtype=torch.float64, device=task.contexts.device)
     theta = mha_attention(w["W_K"] / d ** 0.5, w["W_Q"], task.contexts + pos[1:], task.queries + pos[0])
     logits = mha_forward_stacked({k: v[None] for k, v in w.items()}, task.contexts[None], task.queries[None],
                                  pos)[0]
     accuracy = float((logits.argmax(1) == task.labels).double().mean())
-    out = [_stats("MHA", "construction", theta.numpy(), accuracy)]
+    out = [_stats("MHA", "construction", theta.cpu().numpy(), accuracy)]
     a = g["aot"]["model"]
     N, S, d, d_h, H = (a[k] for k in ("vocab", "seq_len", "dim", "head_dim", "heads"))
     tokens, targets = synthesis.dana_table(N, S, dim=d, heads=H, head_dim=d_h, generator=gen)
     built = synthesis.dana_association_aot(tokens, targets, N, dim=d, heads=H, head_dim=d_h, generator=gen)
     accuracy = float((aot_forward(built.params, tokens).argmax(1) == targets).double().mean())
-    out.append(_stats("AoT", "construction", aot_attention(built.params, tokens).numpy(), accuracy))
+    out.append(_stats("AoT", "construction", aot_attention(built.params, tokens).cpu().numpy(), accuracy))
     return out
 
 

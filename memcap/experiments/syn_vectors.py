@@ -75,7 +75,7 @@ def theory_at(point: dict, seed: int = 0) -> Point:
     # the hypotheses concern the data class: test them on at least 2n + 1 examples of it
     task = mahdavi_task(max(T, 2 * n + 1), n, d, shared=True, task="classification", classes=C, generator=gen,
                         dtype=torch.float64, device="cpu")
-    pos = sinusoidal_positions(n + 1, d, dtype=torch.float64)
+    pos = sinusoidal_positions(n + 1, d, dtype=torch.float64, device=task.contexts.device)
     mahdavi = synthesis.mahdavi_bound(H, d_h, task.contexts + pos[1:], task.queries + pos[0])
     queries, labels = task.queries[:T], task.labels[:T]
     weights = synthesis.mahdavi_classifier(task.contexts, queries, labels, classes=C, heads=H, head_dim=d_h,

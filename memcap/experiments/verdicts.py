@@ -14,6 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap._checks import host_array
+
 STATUSES = ("yes", "partly", "no")
 """A finding of a paper is reproduced ('yes'), partly reproduced, or not ('no')."""
 
@@ -67,8 +69,8 @@ def holds(hits: Sequence[bool], values: Sequence[int], claim: str, negation: str
         holds([True, False], [300, 500], "accuracy rises", "accuracy does not rise")
         # 'accuracy rises for $T = 300$ but not for $T = 500$'
     """
-    hits = [bool(h) for h in np.ravel(hits)]
-    values = [int(v) for v in np.ravel(values)]
+    hits = [bool(h) for h in np.ravel(host_array(hits))]
+    values = [int(v) for v in np.ravel(host_array(values))]
     if len(hits) != len(values) or not values:
         raise ValueError(f"hits and values must have the same non-zero length, got {len(hits)} and {len(values)}")
     if len(values) == 1:

@@ -123,18 +123,18 @@ def sentence_pairs(tokens: torch.Tensor, length: int, count: int, *, cls_id: int
     tokens, generator = _stream(tokens), _resolve.generator(generator)
     if tokens.numel() < 2 * length:
         raise ValueError(f"tokens must hold L >= 2 * length = {2 * length} tokens, got L = {tokens.numel()}")
-    body, dev, draw = length - 2, tokens.device, generator.device
+    body, dev = length - 2, tokens.device
     ids = torch.empty(count, length, dtype=torch.int64, device=dev)
     types = torch.zeros(count, length, dtype=torch.int64, device=dev)
     cls, sep = torch.tensor([cls_id], device=dev), torch.tensor([sep_id], device=dev)
     for t in range(count):
-        len_a = int(torch.randint(5, body - 4, (1,), generator=generator, device=draw))
-        start = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator, device=draw))
+        len_a = int(torch.randint(5, body - 4, (1,), generator=generator, device=generator.device))
+        start = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator, device=generator.device))
         a = tokens[start:start + len_a]
-        if bool(torch.rand(1, generator=generator, device=draw) < 0.5):
+        if bool(torch.rand(1, generator=generator, device=generator.device) < 0.5):
             b = tokens[start + len_a:start + body]                        # the true continuation
         else:
-            other = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator, device=draw))
+            other = int(torch.randint(0, tokens.numel() - body + 1, (1,), generator=generator, device=generator.device))
             b = tokens[other:other + body - len_a]                        # a random other piece
         ids[t] = torch.cat([cls, a, sep, b])
         types[t, len_a + 2:] = 1

@@ -97,7 +97,7 @@ class TinyGPT(nn.Module):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
         self.config = config
         self.tokens = nn.Embedding(config.vocab, config.dim)
-        self.positions = nn.Parameter(torch.zeros(1, config.context, config.dim))
+        self.positions = nn.Parameter(torch.zeros(1, config.context, config.dim, device="cpu"))
         self.blocks = nn.ModuleList(Block(config.dim, config.heads, mlp_ratio=config.mlp_ratio, causal=True)
                                     for _ in range(config.depth))
         self.norm = nn.LayerNorm(config.dim)
@@ -367,8 +367,8 @@ def _safetensor(path: Path, buf: mmap.mmap, base: int, name: str, info: object) 
                          f"(a truncated file)")
     raw = np.frombuffer(buf, dtype=dtype, count=count, offset=base + begin).astype(dtype.newbyteorder("="))
     if info["dtype"] == "BF16":
-        return torch.from_numpy(raw.copy()).view(torch.bfloat16).reshape(info["shape"])
-    return torch.from_numpy(raw.reshape(info["shape"]))
+        return torch.as_tensor(raw, device="cpu").view(torch.bfloat16).reshape(info["shape"])
+    return torch.as_tensor(raw.reshape(info["shape"]), device="cpu")   # read from disk: on the CPU
 
 
 def _is_punctuation(ch: str) -> bool:
@@ -461,8 +461,9 @@ class WordPiece:
         return out
 
     def encode(self, text: str) -> torch.Tensor:
-        """Ids of the word pieces of ``text`` (no special tokens), ``(L,)`` int64."""
-        return torch.tensor([self.ids[p] for p in self.tokenize(text)], dtype=torch.int64)
+        """Ids of the word pieces of ``text`` (no special tokens), ``(L,)`` int64 on the CPU (a tokenizer's
+        output, like the model that :func:`load_minilm` reads from disk: move both with ``.to(device)``)."""
+        return torch.tensor([self.ids[p] for p in self.tokenize(text)], dtype=torch.int64, device="cpu")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -96,8 +96,8 @@ class TinyViT(nn.Module):
         self.config = config
         d = config.dim
         self.patch_embed = nn.Linear(config.patch_dim, d)
-        self.cls = nn.Parameter(torch.zeros(1, 1, d))
-        self.positions = nn.Parameter(torch.zeros(1, config.tokens, d))
+        self.cls = nn.Parameter(torch.zeros(1, 1, d, device="cpu"))   # built on the CPU: move it with .to(device)
+        self.positions = nn.Parameter(torch.zeros(1, config.tokens, d, device="cpu"))
         self.blocks = nn.ModuleList(Block(d, config.heads, mlp_ratio=config.mlp_ratio) for _ in range(config.depth))
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, config.classes)

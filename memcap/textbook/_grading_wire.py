@@ -303,7 +303,7 @@ class _Decoder:
         import torch
 
         dtype, shape, values = self.array(obj)
-        return torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape)
+        return torch.tensor(values, dtype=getattr(torch, dtype), device="cpu").reshape(shape)   # a decoded answer
 
     def _ndarray(self, obj: dict, again: Callable) -> Any:
         import numpy as np

@@ -38,7 +38,7 @@ class DanaAoT(nn.Module):
         super().__init__()
         d = spec.dim
         self.embed = nn.Embedding(spec.vocab, d)
-        self.positions = nn.Parameter(torch.randn(spec.seq_len, d) / math.sqrt(d))
+        self.positions = nn.Parameter(torch.randn(spec.seq_len, d, device="cpu") / math.sqrt(d))
         self.heads = nn.ModuleList(nn.MultiheadAttention(d, 1, bias=False, batch_first=True) for _ in range(spec.heads))
         self.unembed = nn.Linear(d, spec.vocab, bias=False)
 
@@ -110,7 +110,7 @@ def train_like_authors(spec: Spec, config: TrainConfig, steps: int, *, device: t
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: float(lr_factor(
         min(t, S - 1), S, schedule=config.schedule, warmup_fraction=config.warmup_fraction,
         start_factor=config.warmup_start_factor)))
-    loss = torch.zeros(())
+    loss = torch.zeros((), device=dev)
     for x, y in loader:
         x, y = x.to(dev), y.to(dev)
         out = model(x)

@@ -347,8 +347,8 @@ def _check_stack(params: dict[str, torch.Tensor], required: Sequence[str]) -> in
     m = first.shape[0] if first.ndim else 0
     if m == 0:
         raise ValueError(f"params[{required[0]!r}] must have a model axis m >= 1 first, got {tuple(first.shape)}")
-    for name, t in params.items():
-        float_input(f"params[{name!r}]", check_tensor(f"params[{name!r}]", t))
+    for name, t in params.items():   # every weight on the first one's device
+        float_input(f"params[{name!r}]", check_tensor(f"params[{name!r}]", t), first)
         if t.ndim == 0 or t.shape[0] != m:
             raise ValueError(f"params[{name!r}] must have the model axis m = {m} first, got {tuple(t.shape)}")
     return m

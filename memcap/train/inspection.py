@@ -15,7 +15,8 @@ from memcap.train.specs import MHASpec
 def trained_attention(spec: MHASpec, params: dict[str, np.ndarray], *, device: str | None = None) -> np.ndarray:
     """Attention weights theta (T, H, n) of a trained MHA model on its whole training set (Eq. (2)).
 
-    ``params``: one model's weights, e.g. ``train_models(..., keep_params=True).params[i]``. Used for the
+    ``params``: one model's weights, e.g. ``train_models(..., keep_params=True).params[i]`` (arrays; tensors
+    must be on ``device``). Computed on ``device`` (None: :func:`memcap.device.pick_device`). Used for the
     softmax-saturation study (Mahdavi et al., Appendix H).
     """
     if not isinstance(spec, MHASpec):
@@ -28,7 +29,7 @@ def trained_attention(spec: MHASpec, params: dict[str, np.ndarray], *, device: s
         if name not in params or tuple(np.shape(params[name])) != tuple(t.shape):
             got = None if name not in params else tuple(np.shape(params[name]))
             raise ValueError(f"params[{name!r}] must have shape {tuple(t.shape)} for this spec, got {got}")
-    stacked = {n: real_tensor(f"params[{n!r}]", params[n]).to(device=dev, dtype=torch.float64)[None] for n in expected}
+    stacked = {n: real_tensor(f"params[{n!r}]", params[n], dtype=torch.float64, device=dev)[None] for n in expected}
     (contexts, queries), _ = dataset(spec)
     ctx = contexts.to(dev)[None]                                              # (1, n, d) or (1, T, n, d)
     positions = sinusoidal_positions(spec.context_size + 1, spec.dim, dtype=torch.float64, device=dev) \

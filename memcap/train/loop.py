@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from memcap._checks import listed, positive_int
+from memcap._resolve import randint
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
 from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, compiles_well, use_compile
@@ -61,7 +62,7 @@ class TrainResult:
 
 def _batch_indices(gens: list[torch.Generator], counts: list[int], chunk: int, batch: int) -> torch.Tensor:
     """(chunk, m, B) indices, row i drawn with replacement from [0, T_i) by model i's own generator."""
-    return torch.stack([torch.randint(T, (chunk, batch), generator=g) for g, T in zip(gens, counts)], dim=1)
+    return torch.stack([randint(T, (chunk, batch), g, g.device) for g, T in zip(gens, counts)], dim=1)
 
 
 def _eager_gradient(stack: Stack, flat: torch.Tensor, idx: torch.Tensor, weight: torch.Tensor,
@@ -110,7 +111,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
         if not full:
             weight = ones
         if step % chunk == 0:   # learning rates and batch indices for the next `chunk` steps
-            steps_ahead = torch.arange(step, step + chunk, dtype=torch.float64)[:, None]    # (chunk, 1)
+            steps_ahead = torch.arange(step, step + chunk, dtype=torch.float64, device="cpu")[:, None]   # (chunk, 1)
             lr_chunk = (config.lr * lr_factor(steps_ahead, total_cpu, schedule=config.schedule,
                                               warmup_fraction=config.warmup_fraction,
                                               start_factor=config.warmup_start_factor)).to(device, dtype)

@@ -29,23 +29,23 @@ def init_one(spec: Spec) -> dict[str, torch.Tensor]:
         params = {name: getattr(core, name) for name in ("W_K", "W_Q", "W_V", "W_O", "W_D")}
         if spec.embedding:
             d = spec.dim
-            params["W_E"] = torch.randn(d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
-            params["b_E"] = torch.zeros(d, dtype=torch.float64)
-            params["b_D"] = torch.zeros(spec.output_width, dtype=torch.float64)
+            params["W_E"] = torch.randn(d, d, generator=gen, dtype=torch.float64, device=gen.device) / math.sqrt(d)
+            params["b_E"] = torch.zeros(d, dtype=torch.float64, device=cpu)
+            params["b_D"] = torch.zeros(spec.output_width, dtype=torch.float64, device=cpu)
         return params
     core = init_aot(spec.vocab, spec.seq_len, spec.dim, spec.heads, spec.head_dim, generator=gen,
                     dtype=torch.float64, device=cpu)
     params = {name: getattr(core, name) for name in
               ("token_embedding", "positional_embedding", "W_Q", "W_K", "W_V", "W_O", "W_U")}
     w, d = spec.mlp_width, spec.dim   # w = 0: no MLP (empty W_1, W_2 keep one layout for every AoT)
-    params["W_1"] = torch.randn(w, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
-    params["W_2"] = torch.randn(d, w, generator=gen, dtype=torch.float64) / math.sqrt(max(w, 1))
-    params["W_C"] = torch.zeros(0, d, dtype=torch.float64)   # Eq. (2): no shared compression
+    params["W_1"] = torch.randn(w, d, generator=gen, dtype=torch.float64, device=gen.device) / math.sqrt(d)
+    params["W_2"] = torch.randn(d, w, generator=gen, dtype=torch.float64, device=gen.device) / math.sqrt(max(w, 1))
+    params["W_C"] = torch.zeros(0, d, dtype=torch.float64, device=cpu)   # Eq. (2): no shared compression
     if spec.shared_compression:   # heads act on z = W_C x in R^{d_h}: variance 1/fan_in as everywhere
         H, k = spec.heads, spec.head_dim
-        params["W_C"] = torch.randn(k, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+        params["W_C"] = torch.randn(k, d, generator=gen, dtype=torch.float64, device=gen.device) / math.sqrt(d)
         for name in ("W_Q", "W_K", "W_V"):
-            params[name] = torch.randn(H, k, k, generator=gen, dtype=torch.float64) / math.sqrt(k)
+            params[name] = torch.randn(H, k, k, generator=gen, dtype=torch.float64, device=gen.device) / math.sqrt(k)
     return params
 
 

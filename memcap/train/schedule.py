@@ -13,11 +13,16 @@ SCHEDULES = ("warmup_cosine", "constant")
 """Learning-rate schedules: Mahdavi et al.'s linear warm-up + cosine decay to 0, or Dana et al.'s constant."""
 
 
-def _as_steps(name: str, value: object) -> torch.Tensor:
-    """A step count (a number, or a non-empty tensor/array of them) as a finite float64 tensor."""
-    if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_)):
-        return torch.tensor(finite_real(name, value), dtype=torch.float64)
-    t = real_tensor(name, value)
+def _is_number(value: object) -> bool:
+    return isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
+
+
+def _as_steps(name: str, value: object, device: torch.device | None) -> torch.Tensor:
+    """A step count (a number, or a non-empty tensor/array of them) as a finite float64 tensor on ``device``
+    (a tensor elsewhere is refused; None: where the tensor is, the CPU for a number or an array)."""
+    if _is_number(value):
+        return torch.tensor(finite_real(name, value), dtype=torch.float64, device="cpu" if device is None else device)
+    t = real_tensor(name, value, device=device)
     if t.numel() == 0:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     return t.to(torch.float64)
@@ -32,12 +37,14 @@ def lr_factor(step: torch.Tensor | int, total_steps: torch.Tensor | int, *, sche
     step = total. 'constant': 1 (Dana et al. use Adam's default rate throughout). Works elementwise on
     tensors, so a stack of models with different ``total_steps`` gets one factor per model. The small
     real-data models use :func:`memcap.real.transformer.warmup_cosine` instead, which ramps from 1/W and
-    decays over all steps; the two are compared in tests/test_real_models.py.
+    decays over all steps; the two are compared in tests/test_real_models.py. The factor lives on the
+    device of the tensor arguments (which must share one), on the CPU when both are numbers or arrays.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    step_t = _as_steps("step", step)
-    total_t = _as_steps("total_steps", total_steps)
+    tensors = [v.device for v in (step, total_steps) if isinstance(v, torch.Tensor)]
+    step_t = _as_steps("step", step, tensors[0] if tensors else None)
+    total_t = _as_steps("total_steps", total_steps, step_t.device)
     warmup_fraction = finite_real("warmup_fraction", warmup_fraction)
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValueError(f"warmup_fraction must lie in [0, 1), got {warmup_fraction}")

@@ -51,8 +51,9 @@ class Stack:
         if isinstance(s, MHASpec):
             n = [spec.context_size for spec in specs]
             if min(n) < max(n):   # (m, n_max): 0 on a model's own context tokens, -inf on padding
-                valid = torch.arange(max(n))[None, :] < torch.tensor(n)[:, None]
-                self.token_bias = torch.zeros(valid.shape, dtype=dtype).masked_fill(~valid, float("-inf")).to(device)
+                valid = torch.arange(max(n), device=device)[None, :] < torch.tensor(n, device=device)[:, None]
+                bias = torch.zeros(valid.shape, dtype=dtype, device=device)
+                self.token_bias = bias.masked_fill(~valid, float("-inf"))
             if s.embedding:
                 self.positions = sinusoidal_positions(max(n) + 1, s.dim, dtype=dtype, device=device)
         self.counts = self.data.counts[self.data.owner]                       # (m,) T of each model

@@ -18,21 +18,32 @@ A right answer is right in every natural type (:func:`run_check` and :func:`tens
 arrays and scalars (``numpy.bool_`` verdicts, ``numpy.int64`` counts) are read as tensors and Python
 numbers, also inside dicts, lists and tuples and in what an answer function returns; where a checker
 expects a tensor, a nested list is accepted, and a column or a row where it expects a vector.
+
+A right answer is right on every device. A checker builds its cases on the CPU (CPU generators, so a
+seed gives the same numbers everywhere) and computes its references there; the student's function gets
+copies on :func:`case_device`, the device the chapter's tensors are on (:func:`to_case_device`), and
+what it returns is compared where the reference is (:func:`tensor_answer` and :func:`on_device` move
+it there). A function that fails because it mixes devices (a tensor made on the CPU beside CUDA
+inputs, a CUDA tensor handed to NumPy) is told which device its inputs are on and what to move
+(:func:`call`).
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import inspect
 import math
 import numbers
+import re
 import sys
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
-__all__ = ["Checker", "Failure", "Result", "call", "case", "checker", "close", "expect", "fail",
-           "numbers_by_key", "registry", "run_check", "tensor_answer"]
+__all__ = ["Checker", "Failure", "Result", "call", "case", "case_device", "checker", "close", "expect", "fail",
+           "numbers_by_key", "on_device", "registry", "run_check", "tensor_answer", "to_case_device"]
 
 _REGISTRY: dict[str, "Checker"] = {}
 
@@ -110,6 +121,117 @@ def registry() -> dict[str, Checker]:
 
     _load_chapters()
     return dict(_REGISTRY)
+
+
+# --- devices: where the student's function meets its inputs ---------------------------------------
+
+def case_device() -> Any:
+    """The device a student's function gets the checker's cases on: the chapter's default device.
+
+    That is :func:`memcap.device.pick_device` (CUDA where present; ``MEMCAP_DEVICE`` overrides), where
+    the chapter's own tensors are, so that a function written for the chapter meets its inputs where
+    it will meet them there. On MPS, which has no float64 (the cases are float64), it is the CPU.
+    """
+    import torch
+
+    from memcap.device import pick_device
+
+    device = pick_device()
+    return torch.device("cpu") if device.type == "mps" else device
+
+
+def _moved(value: Any, device: Any, copy_tensors: bool) -> Any:
+    """``value`` with its tensors on ``device``: a tensor, a record of tensors (a dataclass such as
+    MHAParams, AoTParams, KeyQueryConstruction), a list, tuple or dict of them; anything else unchanged."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device=device, copy=copy_tensors)
+    if type(value) in (list, tuple):
+        return type(value)(_moved(v, device, copy_tensors) for v in value)
+    if type(value) is dict:
+        return {k: _moved(v, device, copy_tensors) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        changed = {name: _moved(v, device, copy_tensors) for name, v in fields.items()}
+        if all(changed[name] is fields[name] for name in fields):
+            return value
+        record = copy.copy(value)       # moving changes no value: the record's checks need not run again
+        for name, v in changed.items():
+            object.__setattr__(record, name, v)
+        return record
+    return value
+
+
+def to_case_device(*values: Any) -> Any:
+    """Copies of the checker's inputs ``values`` on :func:`case_device`, to hand to a student's function.
+
+    Tensors and records of tensors (MHAParams, AoTParams, KeyQueryConstruction, lists of tensors) are
+    copied there, so that the function can change its inputs without changing the checker's; other
+    values are passed as they are. One value gives one value back, several a tuple.
+    """
+    device = case_device()
+    moved = tuple(_moved(v, device, True) for v in values)
+    return moved[0] if len(moved) == 1 else moved
+
+
+def on_device(value: Any, device: Any) -> Any:
+    """What a student's function returned, moved to ``device`` (where the checker's reference is):
+    tensors and records of tensors as in :func:`to_case_device`, other values unchanged."""
+    import torch
+
+    return _moved(value, torch.device(device), False)
+
+
+_DEVICE_MIX = re.compile(r"same device|expected device|device type|is on \S+ but|Tensor\.cpu\(\)"
+                         r"|torch\.cuda\.\w*Tensor", re.IGNORECASE)
+"""What torch ("Expected all tensors to be on the same device", "can't convert cuda:0 device type tensor
+to numpy") and memcap ("contexts is on cpu but the other inputs are on cuda:0") say about a device mix."""
+
+
+def _first_tensor(value: Any, where: str, depth: int) -> tuple[Any, str] | None:
+    """The first tensor in ``value``, at most ``depth`` containers deep, and how to name it (``contexts``,
+    ``layer.W_K``), or None."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value, where
+    if depth <= 0:
+        return None
+    if type(value) in (list, tuple):
+        items = [(v, f"{where}[{k}]") for k, v in enumerate(value)]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)]
+    else:
+        return None
+    for item, name in items:
+        found = _first_tensor(item, name, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _device_hint(err: Exception, function: Any, args: tuple, kwargs: dict) -> str | None:
+    """What to move, when ``err`` says that ``function`` mixed devices; None for other errors."""
+    text = f"{type(err).__name__}: {err}"
+    if not _DEVICE_MIX.search(text):
+        return None
+    try:
+        named = list(inspect.signature(function).bind(*args, **kwargs).arguments.items())
+    except (TypeError, ValueError):      # no signature, or one that does not take these arguments
+        named = [("x", v) for v in (*args, *kwargs.values())]
+    found = next((f for depth in (0, 3) for name, v in named            # a tensor argument, else one in a record
+                  if (f := _first_tensor(v, name, depth)) is not None), None)
+    if found is None:
+        where, x = "the checker's inputs hold no tensors: keep the tensors your function makes on one device", "x"
+    else:
+        tensor, x = found
+        where = f"the checker's inputs are on {tensor.device} ({x}.device), where the chapter's tensors are"
+    if "numpy" in text.lower():
+        return (f"{where}; NumPy reads CPU tensors only: call .cpu() before NumPy ({x}.cpu().numpy(), "
+                f"np.asarray({x}.cpu())), or stay in torch")
+    return (f"{where}; create new tensors there with device={x}.device (or torch.zeros_like, "
+            f"{x}.new_zeros), and move other tensors with .to({x}.device)")
 
 
 # --- the helpers a checker uses -------------------------------------------------------------------
@@ -230,19 +352,23 @@ def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: flo
     fail(f"{what} is {side}", got=value, hint=hint)
 
 
-def tensor_answer(value: Any, shape: Sequence[int], what: str, *, hint: str | None = None) -> Any:
-    """The student's ``value`` as a float64 tensor of ``shape``, or a failure saying what is wrong.
+def tensor_answer(value: Any, shape: Sequence[int], what: str, *, device: Any = None,
+                  hint: str | None = None) -> Any:
+    """The student's ``value`` as a float64 tensor of ``shape`` on ``device``, or a failure saying what is wrong.
 
-    A tensor, a NumPy array or a nested list of numbers is accepted; where ``shape`` is a vector
-    ``(n,)``, a column ``(n, 1)`` or a row ``(1, n)`` is too (and a vector where a column is expected).
+    A tensor (on any device), a NumPy array or a nested list of numbers is accepted; where ``shape`` is a
+    vector ``(n,)``, a column ``(n, 1)`` or a row ``(1, n)`` is too (and a vector where a column is
+    expected). ``device`` is where the reference it is compared with lives (None: the CPU, where the
+    checkers build their cases), so that the comparison never mixes devices.
     """
     import torch
 
+    target = torch.device("cpu") if device is None else torch.device(device)
     shape = tuple(int(k) for k in shape)
     given = value
     if not isinstance(value, torch.Tensor):
         try:
-            value = torch.as_tensor(_natural(value), dtype=torch.float64)
+            value = torch.as_tensor(_natural(value), dtype=torch.float64, device=target)
         except (TypeError, ValueError, RuntimeError):
             fail(f"{what} should be a tensor of shape {shape} (a torch.Tensor, NumPy array or nested list "
                  f"of numbers)", got=type(given).__name__, hint=hint)
@@ -254,7 +380,7 @@ def tensor_answer(value: Any, shape: Sequence[int], what: str, *, hint: str | No
         value = value.reshape(shape)
     if tuple(value.shape) != shape:
         fail(f"{what} should have shape {shape}", expected=shape, got=tuple(value.shape), hint=hint)
-    return value.detach().to(torch.float64)
+    return value.detach().to(device=target, dtype=torch.float64)
 
 
 def numbers_by_key(answer: Any, keys: Sequence[Any], what: str) -> dict[Any, Any]:
@@ -278,14 +404,16 @@ def numbers_by_key(answer: Any, keys: Sequence[Any], what: str) -> dict[Any, Any
 def call(function: Any, *args: Any, name: str = "your function", hint: str | None = None,
          **kwargs: Any) -> Any:
     """Call the student's ``function``; an exception it raises becomes a failure naming the case
-    (with ``hint``, if given)."""
+    (with ``hint``, if given). When it failed by mixing devices, the hint says instead which device
+    its inputs are on and what to move (``device=contexts.device``, ``.cpu()`` before NumPy)."""
     expect(callable(function), f"{name} should be a function", got=type(function).__name__)
     try:
         return function(*args, **kwargs)
     except Failure:
         raise
     except Exception as err:  # the student's code failed: report it as the answer's fault
-        fail(f"{name} raised {type(err).__name__}: {str(err)[:300]}", hint=hint)
+        fail(f"{name} raised {type(err).__name__}: {str(err)[:300]}",
+             hint=_device_hint(err, function, args, kwargs) or hint)
 
 
 # --- running a checker ----------------------------------------------------------------------------
@@ -304,7 +432,7 @@ def _natural(value: Any) -> Any:
             return value.item()
         import torch
 
-        return torch.from_numpy(np.array(value))
+        return torch.as_tensor(np.array(value), device="cpu")     # where NumPy's numbers are
     if type(value) is dict:
         return {_natural(k): _natural(v) for k, v in value.items()}
     if type(value) in (list, tuple):

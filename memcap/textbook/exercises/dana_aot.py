@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from memcap.models import AoTParams, aot_forward, aot_param_count, init_aot
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, on_device, to_case_device
 
 CHAPTER = "book/dana/aot"
 GPT2 = {"N": 50257, "S": 1024, "d": 768, "H": 12, "d_h": 64}
@@ -40,13 +40,14 @@ def gpt2_sized_count(total, head_fraction):
 
 
 def _permutation_cases():
+    """Three random AoTs with a permutation of their heads and token sequences, on the CPU."""
     for N, S, d, H, dh, perm, seed in ((6, 4, 3, 2, 2, [1, 0], 11), (7, 5, 4, 4, 3, [2, 0, 3, 1], 12),
                                        (5, 3, 3, 3, 1, [1, 2, 0], 13)):
         gen = torch.Generator().manual_seed(seed)
         params = init_aot(N, S, d, H, dh, generator=gen, dtype=torch.float64, device="cpu")
-        tokens = torch.randint(N, (40, S), generator=gen)
+        tokens = torch.randint(N, (40, S), generator=gen, device="cpu")
         yield (f"N = {N}, S = {S}, d = {d}, H = {H}, d_h = {dh}, perm = {perm}", params,
-               torch.tensor(perm), tokens)
+               torch.tensor(perm, device="cpu"), tokens)
 
 
 @checker("ex-dana-aot-3", CHAPTER)
@@ -57,14 +58,16 @@ def permuted_heads(permute_heads):
     names = ("W_Q", "W_K", "W_V", "W_O")
     for description, params, perm, tokens in _permutation_cases():
         with case(description):
-            before = [p.clone() for p in params.parameters()]
-            new = call(permute_heads, params, perm.clone())
+            given = to_case_device(params)
+            before = [p.clone() for p in given.parameters()]
+            new = call(permute_heads, given, to_case_device(perm))
             if not isinstance(new, AoTParams):
                 fail("your function should return the permuted AoT (memcap.models.AoTParams)",
                      got=type(new).__name__)
-            expect(all(torch.equal(a, b) for a, b in zip(before, params.parameters())),
+            expect(all(torch.equal(a, b) for a, b in zip(before, given.parameters())),
                    "your function changed the weights of params in place",
                    hint="build a new AoTParams from indexed copies; leave params as it is")
+            new = on_device(new, tokens.device)
             for name in ("token_embedding", "positional_embedding", "W_U"):
                 expect(torch.equal(getattr(new, name), getattr(params, name)),
                        f"{name} should not change: only the heads are permuted")

@@ -85,7 +85,7 @@ def feature_ranks(ranks):
     """The rank of F for H = 1, ..., 8 (random weights, the 16 sequences of [4]^3 ending in token 0,
     d = 3, d_h = 2), a dict keyed by H or a list in that order: each equal to the generic rank."""
     given = numbers_by_key(ranks, list(range(1, 9)), "ranks")
-    seqs = all_sequences(4, 3)
+    seqs = all_sequences(4, 3, device="cpu")
     ending0 = seqs[seqs[:, -1] == 0]
     for H in range(1, 9):
         with case(f"H = {H}"):

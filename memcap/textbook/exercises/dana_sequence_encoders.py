@@ -7,7 +7,7 @@ import numbers
 import torch
 
 from memcap.construct import dana
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, to_case_device
 
 CHAPTER = "book/dana/sequence_encoders"
 
@@ -50,8 +50,8 @@ def circle_scale(lam):
 
 
 def _smoothed(vocab: int, eps: float) -> torch.Tensor:
-    """The association task with targets 0, ..., N-1 (S = 1), smoothed to full support."""
-    return (torch.eye(vocab, dtype=torch.float64) + eps) / (1 + vocab * eps)
+    """The association task with targets 0, ..., N-1 (S = 1), smoothed to full support, on the CPU."""
+    return (torch.eye(vocab, dtype=torch.float64, device="cpu") + eps) / (1 + vocab * eps)
 
 
 def _width_one_floor(probs: torch.Tensor) -> float:
@@ -77,7 +77,7 @@ def width_plateau(best_divergence):
         uniform = float(math.log(vocab) + (probs * probs.log()).sum(1).mean())
         for d in (1, vocab - 1):
             with case(f"N = {vocab}, targets 0, ..., {vocab - 1} smoothed by {eps:g}, d = {d}"):
-                value = call(best_divergence, probs.clone(), d,
+                value = call(best_divergence, to_case_device(probs), d,
                              hint="optimise over the sequence encoders of width d with dana.best_sequence_encoder")
                 if isinstance(value, torch.Tensor) and value.numel() == 1:
                     value = float(value)

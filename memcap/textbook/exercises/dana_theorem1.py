@@ -9,7 +9,7 @@ import torch
 from memcap import bounds
 from memcap.data import all_sequences
 from memcap.models import aot_forward, init_aot
-from memcap.textbook.exercises.checking import call, case, checker, close, fail, numbers_by_key
+from memcap.textbook.exercises.checking import call, case, checker, close, fail, numbers_by_key, to_case_device
 
 CHAPTER = "book/dana/theorem1"
 N, S, T0 = 100, 8, 10_000
@@ -38,16 +38,17 @@ def parameter_counts(paper, narrow):
 
 def _accuracy_cases():
     """Random AoTs with tables that agree with the AoT's argmax on the kept sequences (as a Corollary 1
-    construction does) and are random elsewhere, with the accuracy on all, kept and unseen sequences."""
+    construction does) and are random elsewhere, with the accuracy on all, kept and unseen sequences; on
+    the CPU."""
     for vocab, length, d, heads, dh, kept_count, seed in ((4, 3, 3, 2, 2, 12, 21), (5, 2, 4, 3, 1, 9, 22),
                                                           (3, 4, 2, 4, 2, 20, 23)):
         gen = torch.Generator().manual_seed(seed)
         params = init_aot(vocab, length, d, heads, dh, generator=gen, dtype=torch.float64, device="cpu")
-        everything = all_sequences(vocab, length)
+        everything = all_sequences(vocab, length, device="cpu")
         guesses = aot_forward(params, everything).argmax(1)
-        table = torch.randint(vocab, (len(everything),), generator=gen)
-        keep = torch.zeros(len(everything), dtype=torch.bool)
-        keep[torch.randperm(len(everything), generator=gen)[:kept_count]] = True
+        table = torch.randint(vocab, (len(everything),), generator=gen, device="cpu")
+        keep = torch.zeros(len(everything), dtype=torch.bool, device="cpu")
+        keep[torch.randperm(len(everything), generator=gen, device="cpu")[:kept_count]] = True
         table[keep] = guesses[keep]
         right = guesses == table
         yield (f"N = {vocab}, S = {length}, d = {d}, H = {heads}, d_h = {dh}, {kept_count} kept sequences",
@@ -63,7 +64,7 @@ def accuracy_on_unseen(accuracy_on_unseen):
     AoTs whose tables agree with the AoT on the kept sequences and are random elsewhere."""
     for description, params, seqs, table, accuracy in _accuracy_cases():
         with case(description):
-            value = call(accuracy_on_unseen, params, seqs.clone(), table.clone())
+            value = call(accuracy_on_unseen, *to_case_device(params, seqs, table))
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 value = float(value)
             if not isinstance(value, numbers.Real) or isinstance(value, bool):

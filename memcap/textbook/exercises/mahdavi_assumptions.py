@@ -6,7 +6,16 @@ import math
 import torch
 
 from memcap import linalg
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, numbers_by_key, tensor_answer
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    numbers_by_key,
+    tensor_answer,
+    to_case_device,
+)
 
 CHAPTER = "book/mahdavi/assumptions"
 SIZES = (4, 5, 6, 7, 8)
@@ -48,17 +57,17 @@ def moment_curve_ranks(moment_curve, curve_krank, big_rank):
     R^10, as memcap.linalg computes them."""
     for s, dim in (((0.5, 2.0, 3.0), 4), ((1.0, 2.0, 3.0, 4.0, 5.0, 6.0), 5), ((-1.0, 0.0, 2.5, 4.0), 4)):
         with case(f"s = {list(s)}, dim = {dim}"):
-            values = torch.tensor(s, dtype=torch.float64)
-            points = call(moment_curve, values.clone(), dim)
+            values = torch.tensor(s, dtype=torch.float64, device="cpu")
+            points = call(moment_curve, to_case_device(values), dim)
             want = _curve(values, dim)
             points = tensor_answer(points, want.shape, "moment_curve's points, one row (1, s, ..., "
-                                   "s^(dim-1)) per s,", hint="stack the powers s**0, ..., s**(dim-1) as columns")
-            row = int(((points.to(torch.float64) - want).abs() > 1e-9 * (1 + want.abs())).any(dim=1)
-                      .int().argmax())
-            expect(torch.allclose(points.to(torch.float64), want, rtol=1e-9, atol=1e-12),
+                                   "s^(dim-1)) per s,", device=want.device,
+                                   hint="stack the powers s**0, ..., s**(dim-1) as columns")
+            row = int(((points - want).abs() > 1e-9 * (1 + want.abs())).any(dim=1).int().argmax())
+            expect(torch.allclose(points, want, rtol=1e-9, atol=1e-12),
                    f"the point for s = {s[row]} is wrong", expected=want[row], got=points[row],
                    hint="row i is (1, s_i, s_i^2, ..., s_i^(dim-1)), starting with the power 0")
-    s_vals = torch.arange(1, 11, dtype=torch.float64)
+    s_vals = torch.arange(1, 11, dtype=torch.float64, device="cpu")
     with case("Kruskal rank of the ten points in R^4"):
         close(curve_krank, linalg.kruskal_rank(_curve(s_vals, 4)), "the Kruskal rank",
               hint="use linalg.kruskal_rank on the 10 x 4 matrix of points")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from memcap import models
-from memcap.textbook.exercises.checking import call, case, checker, close, fail
+from memcap.textbook.exercises.checking import call, case, checker, close, fail, to_case_device
 
 CHAPTER = "book/mahdavi/one_head"
 
@@ -30,11 +30,12 @@ def examples_per_claim(claim1, claim2, used):
 
 
 def _one_head_cases():
+    """Three data sets of the checker's own, on the CPU."""
     gen = torch.Generator().manual_seed(2024)
     for T, n, d, dh, examples, weight in ((12, 5, 8, 4, [0, 3, 7, 9], 0.9), (10, 4, 6, 6, [2, 5, 8, 9], 0.75),
                                           (8, 6, 10, 3, [1, 6], 0.5)):
-        contexts = torch.rand(T, n, d, generator=gen, dtype=torch.float64)
-        queries = torch.rand(T, d, generator=gen, dtype=torch.float64)
+        contexts = torch.rand(T, n, d, generator=gen, dtype=torch.float64, device="cpu")
+        queries = torch.rand(T, d, generator=gen, dtype=torch.float64, device="cpu")
         yield (f"T = {T}, n = {n}, d = {d}, d_h = {dh}, weight {weight}, examples {examples}",
                contexts, queries, examples, weight, dh)
 
@@ -46,16 +47,17 @@ def last_token_head(last_token_head):
     evenly, on data of the checker's own (three cases); with weight exactly 1 it must refuse (raise)."""
     for description, contexts, queries, examples, weight, dh in _one_head_cases():
         with case(description):
-            head = call(last_token_head, contexts.clone(), queries.clone(), list(examples), weight, dh)
+            head = call(last_token_head, *to_case_device(contexts, queries), list(examples), weight, dh)
             W_K, W_Q = getattr(head, "W_K", None), getattr(head, "W_Q", None)
             d = contexts.shape[-1]
             if not all(isinstance(w, torch.Tensor) and tuple(w.shape) == (d, dh) for w in (W_K, W_Q)):
                 fail("your function should return a head with W_K and W_Q of shape (d, d_h), as "
                      "mahdavi.claim1_head does", got=type(head).__name__)
-            theta = models.mha_attention(W_K[None].to(torch.float64), W_Q[None].to(torch.float64),
-                                         contexts, queries)[examples, 0]
+            W_K, W_Q = (w[None].detach().to(device=contexts.device, dtype=torch.float64) for w in (W_K, W_Q))
+            theta = models.mha_attention(W_K, W_Q, contexts, queries)[examples, 0]
             n = contexts.shape[1]
-            want = torch.full((len(examples), n), (1 - weight) / (n - 1), dtype=torch.float64)
+            want = torch.full((len(examples), n), (1 - weight) / (n - 1), dtype=torch.float64,
+                              device=theta.device)
             want[:, -1] = weight
             error = (theta - want).abs().amax(dim=1)
             if float(error.max()) > 1e-8:
@@ -67,7 +69,7 @@ def last_token_head(last_token_head):
     with case("weight exactly 1"):
         description, contexts, queries, examples, _, dh = next(_one_head_cases())
         try:
-            head = last_token_head(contexts.clone(), queries.clone(), list(examples), 1.0, dh)
+            head = last_token_head(*to_case_device(contexts, queries), list(examples), 1.0, dh)
         except Exception:
             return
         fail("with weight exactly 1 your function returned a head instead of refusing",

@@ -7,7 +7,7 @@ import torch
 
 from memcap import bounds, linalg
 from memcap.construct import mahdavi
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key, to_case_device
 
 CHAPTER = "book/mahdavi/rank_of_z"
 HEAD_DIMS = (64, 32, 8)
@@ -28,11 +28,12 @@ def heads_for_rank(needed):
 
 
 def _constructions():
+    """Three constructions of the checker's own, on the CPU."""
     for n, d, dh, heads, seed in ((5, 9, 3, 6, 41), (4, 7, 4, 4, 42), (6, 10, 2, 5, 43)):
         gen = torch.Generator().manual_seed(seed)
         T = bounds.mha_capacity(heads, n, dh)
-        contexts = torch.rand(T, n, d, generator=gen, dtype=torch.float64)
-        queries = torch.rand(T, d, generator=gen, dtype=torch.float64)
+        contexts = torch.rand(T, n, d, generator=gen, dtype=torch.float64, device="cpu")
+        queries = torch.rand(T, d, generator=gen, dtype=torch.float64, device="cpu")
         kq = mahdavi.key_query_construction(contexts, queries, heads=heads, head_dim=dh, generator=gen)
         yield f"n = {n}, d = {d}, d_h = {dh}, H = {heads}, seed {seed}", kq
 
@@ -44,7 +45,7 @@ def induction_summary(step_summary):
     constructions of the checker's own (three, d_h below and at n); every gain must be r - 1."""
     for description, kq in _constructions():
         with case(description):
-            answer = call(step_summary, kq)
+            answer = call(step_summary, to_case_device(kq))
             if not isinstance(answer, (tuple, list)) or len(answer) != 3:
                 fail("your function should return three things: the gains, the largest c and the "
                      "smallest sigma_min", got=type(answer).__name__)

@@ -6,7 +6,7 @@ import math
 import torch
 
 from memcap.construct import mahdavi
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, to_case_device
 
 CHAPTER = "book/mahdavi/saturation"
 CASES = (("g = 1e-3, delta = 1e-8", 1e-3, 1e-8), ("delta shrunk by 10^4", 1e-3, 1e-12),
@@ -32,10 +32,11 @@ def scales_needed(base, small_delta, small_gap):
 
 
 def _pairs():
+    """Three sets of logit pairs of the checker's own, on the CPU."""
     gen = torch.Generator().manual_seed(1414)
     for count, n, spread, delta in ((100, 16, 3.0, 1e-4), (60, 5, 1.0, 1e-2), (40, 32, 6.0, 1e-8)):
-        a_star = spread * torch.randn(count, n, generator=gen, dtype=torch.float64)
-        a_plus = torch.randn(count, n, generator=gen, dtype=torch.float64)
+        a_star = spread * torch.randn(count, n, generator=gen, dtype=torch.float64, device="cpu")
+        a_plus = torch.randn(count, n, generator=gen, dtype=torch.float64, device="cpu")
         yield f"{count} pairs, n = {n}, delta = {delta:g}", a_star, a_plus, delta
 
 
@@ -47,7 +48,7 @@ def pessimism(slack):
     for description, a_star, a_plus, delta in _pairs():
         with case(description):
             for t in range(a_star.shape[0]):
-                got = call(slack, a_star[t].clone(), a_plus[t].clone(), delta)
+                got = call(slack, *to_case_device(a_star[t], a_plus[t]), delta)
                 scale = mahdavi.saturation_scale(a_star[t], a_plus[t], delta)
                 expected = delta / float(mahdavi.saturation_error(a_star[t], a_plus[t], scale))
                 hint = ("compute c_delta with saturation_scale for this pair, then the distance with "

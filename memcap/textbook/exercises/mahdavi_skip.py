@@ -6,7 +6,17 @@ import torch
 
 from memcap import models
 from memcap.construct import mahdavi_limits as ml
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, tensor_answer
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    fail,
+    on_device,
+    tensor_answer,
+    to_case_device,
+)
 
 CHAPTER = "book/mahdavi/skip"
 
@@ -33,13 +43,15 @@ def shifted_label(y_prime):
 
 
 def _two_layer_cases():
+    """Three [CLS]-token data sets with labels and a random first layer of the checker's own, on the CPU."""
     for T, n, d, seed in ((19, 4, 10, 5), (19, 4, 10, 11), (13, 3, 8, 17)):
         heads = (T - 1) // (n - 1)
         contexts, queries = ml.cls_token_data(T, n, d, generator=torch.Generator().manual_seed(seed),
-                                              dtype=torch.float64)
-        labels = torch.randn(T, 1, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+                                              dtype=torch.float64, device="cpu")
+        labels = torch.randn(T, 1, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64,
+                             device="cpu")
         layer = models.init_mha(1, d, d, d, d, skip=True, dtype=torch.float64,
-                                generator=torch.Generator().manual_seed(seed + 2))
+                                generator=torch.Generator().manual_seed(seed + 2), device="cpu")
         yield f"T = {T}, n = {n}, d = {d}, H = {heads}, random layer seed {seed}", \
             contexts, queries, labels, layer, heads, n
 
@@ -51,12 +63,13 @@ def random_first_layer(second_layer):
     1e-6; [CLS]-token data whose raw queries break Assumption 1, at capacity H(n-1)+1 (three cases)."""
     for description, contexts, queries, labels, layer, heads, dh in _two_layer_cases():
         with case(description):
-            params = call(second_layer, contexts.clone(), queries.clone(), labels.clone(), layer, heads, dh,
+            params = call(second_layer, *to_case_device(contexts, queries, labels, layer), heads, dh,
                           hint="the raw [CLS] queries break Assumption 1: pass every token through "
                                "first_layer (apply_self_attention) and memorize its outputs")
             if not isinstance(params, models.MHAParams):
                 fail("your function should return the second layer's weights (memcap.models.MHAParams)",
                      got=type(params).__name__)
+            params = on_device(params, contexts.device)
             contexts1, queries1 = ml.apply_self_attention(layer, contexts, queries)
             expect(params.dim == contexts.shape[-1], "the second layer should read tokens of dimension d",
                    expected=contexts.shape[-1], got=params.dim)

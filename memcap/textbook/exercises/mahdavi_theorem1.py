@@ -4,7 +4,17 @@ from __future__ import annotations
 import torch
 
 from memcap import bounds, data, models
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    fail,
+    numbers_by_key,
+    on_device,
+    to_case_device,
+)
 
 CHAPTER = "book/mahdavi/theorem1"
 HEAD_DIMS = (8, 16, 32, 64)
@@ -29,12 +39,13 @@ def examples_per_parameter(ratios, best):
 
 
 def _class_tasks():
+    """Three classification tasks of the checker's own, on the CPU."""
     gen = torch.Generator().manual_seed(314)
     for n, d, heads, dh, shared, classes in ((8, 16, 5, 8, True, 10), (6, 10, 4, 6, False, 7),
                                              (8, 16, 3, 4, True, 10)):
         T = bounds.mha_capacity(heads, n, dh)
         task = data.mahdavi_task(T, n, d, shared=shared, task="classification", classes=classes,
-                                 generator=gen, dtype=torch.float64)
+                                 generator=gen, dtype=torch.float64, device="cpu")
         context = "shared context" if shared else "one context per example"
         yield (f"T = {T}, n = {n}, d = {d}, H = {heads}, d_h = {dh}, {classes} classes, {context}",
                task, classes, heads, dh)
@@ -47,10 +58,12 @@ def memorizes_every_class(memorize_classes):
     capacity; three tasks (shared and per-example contexts, d_h = n and d_h < n)."""
     for description, task, classes, heads, dh in _class_tasks():
         with case(description):
-            params = call(memorize_classes, task.contexts, task.queries, task.labels, classes, heads, dh)
+            params = call(memorize_classes, *to_case_device(task.contexts, task.queries, task.labels), classes,
+                          heads, dh)
             if not isinstance(params, models.MHAParams):
                 fail("your function should return the layer's weights (memcap.models.MHAParams)",
                      got=type(params).__name__, hint="return what mahdavi.memorize returns")
+            params = on_device(params, task.queries.device)
             expect(params.skip, "the layer should use the skip connection", got="skip=False",
                    hint="the exercise asks for mahdavi.memorize(..., skip=True)")
             out = models.mha_forward(params, task.contexts, task.queries)

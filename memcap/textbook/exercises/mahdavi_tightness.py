@@ -6,7 +6,16 @@ import torch
 from memcap import bounds
 from memcap.construct import mahdavi_limits as ml
 from memcap.models import init_mha
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, numbers_by_key, tensor_answer
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    numbers_by_key,
+    tensor_answer,
+    to_case_device,
+)
 
 CHAPTER = "book/mahdavi/tightness"
 HEADS = (1, 5, 10, 20, 40)
@@ -36,9 +45,10 @@ def zero_sum_shift(shift_to_zero_sum):
     gen = torch.Generator().manual_seed(2718)
     for T, n, d, heads in ((60, 3, 6, 4), (40, 4, 5, 3), (45, 2, 8, 3)):
         with case(f"T = {T}, n = {n}, d = {d}, H = {heads}"):
-            contexts, queries = ml.simplex_data(T, n, d, generator=gen, dtype=torch.float64)
-            shifted = call(shift_to_zero_sum, contexts.clone())
-            shifted = tensor_answer(shifted, (T, n, d), "the shifted contexts (the same shape as the contexts)")
+            contexts, queries = ml.simplex_data(T, n, d, generator=gen, dtype=torch.float64, device="cpu")
+            shifted = call(shift_to_zero_sum, to_case_device(contexts))
+            shifted = tensor_answer(shifted, (T, n, d), "the shifted contexts (the same shape as the contexts)",
+                                    device=contexts.device)
             sums = shifted.sum(dim=-1)
             worst = float(sums.abs().max())
             expect(worst <= 1e-9, "every token's coordinates should sum to 0", expected=0.0,
@@ -49,7 +59,7 @@ def zero_sum_shift(shift_to_zero_sum):
             expect(spread <= 1e-9, "every token should be shifted by the same vector b",
                    got=f"shifts differing by up to {spread:.3g}",
                    hint="add one constant vector b to every token of every context")
-            weights = init_mha(heads, d, d, 1, 1, generator=gen, dtype=torch.float64)
+            weights = init_mha(heads, d, d, 1, 1, generator=gen, dtype=torch.float64, device="cpu")
             ranks = ml.rank_by_heads(weights.W_K, weights.W_Q, shifted, queries)
             expected = [h * (d - 1) for h in range(1, heads + 1)]
             expect(ranks == expected, "rank(Z) for H = 1, 2, ... should be H(d-1)", expected=expected,

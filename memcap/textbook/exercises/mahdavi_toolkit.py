@@ -5,7 +5,7 @@ import sympy as sp
 import torch
 
 from memcap import linalg
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, tensor_answer
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, tensor_answer, to_case_device
 
 CHAPTER = "book/mahdavi/toolkit"
 
@@ -48,9 +48,10 @@ def shifted_identity(det_5, eigenvalues_5, lost_at):
 
 
 def _low_rank(rows: int, cols: int, rank: int, seed: int) -> torch.Tensor:
+    """A random rows x cols matrix of rank ``rank``, on the CPU."""
     gen = torch.Generator().manual_seed(seed)
-    return (torch.randn(rows, rank, generator=gen, dtype=torch.float64)
-            @ torch.randn(rank, cols, generator=gen, dtype=torch.float64))
+    return (torch.randn(rows, rank, generator=gen, dtype=torch.float64, device="cpu")
+            @ torch.randn(rank, cols, generator=gen, dtype=torch.float64, device="cpu"))
 
 
 @checker("ex-mahdavi-toolkit-3", CHAPTER)
@@ -61,12 +62,15 @@ def rank_lowering(rank_lowering_perturbation):
     for rows, cols, rank, seed in ((10, 6, 3, 31), (20, 8, 4, 32), (12, 9, 6, 33)):
         with case(f"a {rows} x {cols} matrix of rank {rank}"):
             A = _low_rank(rows, cols, rank, seed)
-            delta = call(rank_lowering_perturbation, A.clone())
-            delta = tensor_answer(delta, A.shape, "the perturbation Delta (of the shape of A)")
-            new_rank = linalg.rank(A + delta)
+            delta = call(rank_lowering_perturbation, to_case_device(A))
+            delta = tensor_answer(delta, A.shape, "the perturbation Delta (of the shape of A)", device=A.device)
+            singular = torch.linalg.svdvals(A)
+            # the threshold is at A's scale: a Delta from another SVD (another device) leaves rounding of order
+            # eps sigma_1(A), more than the default threshold, relative to the largest singular value of A + Delta
+            new_rank = linalg.rank(A + delta, tol=1e-9 * float(singular[0]))
             expect(new_rank < rank, "A + Delta should have a lower rank than A", expected=f"rank < {rank}",
                    got=f"rank {new_rank}", hint="remove one singular triple of A")
-            sigma = float(torch.linalg.svdvals(A)[rank - 1])
+            sigma = float(singular[rank - 1])
             norm = float(torch.linalg.matrix_norm(delta, ord=2))
             expect(norm <= sigma * (1 + 1e-9), "Delta is larger than needed",
                    expected="||Delta||_2 <= sigma_min(A), the smallest nonzero singular value",

@@ -6,7 +6,17 @@ import math
 import torch
 
 from memcap import bounds, models
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key, tensor_answer
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    fail,
+    numbers_by_key,
+    tensor_answer,
+    to_case_device,
+)
 
 CHAPTER = "book/setting"
 HEAD_DIMS = (64, 16)
@@ -31,11 +41,13 @@ def heads_and_parameters(heads, parameters):
 
 
 def _layers():
+    """Three random layers with a shared context and queries, built on the CPU (the student's function gets
+    copies on the case device)."""
     gen = torch.Generator().manual_seed(1618)
     for T, n, d, heads, dh, out in ((7, 4, 6, 3, 2, 1), (5, 3, 8, 2, 4, 2), (9, 6, 5, 4, 3, 3)):
-        layer = models.init_mha(heads, d, dh, dh, out, generator=gen, dtype=torch.float64)
-        context = torch.rand(n, d, generator=gen, dtype=torch.float64)
-        queries = torch.rand(T, d, generator=gen, dtype=torch.float64)
+        layer = models.init_mha(heads, d, dh, dh, out, generator=gen, dtype=torch.float64, device="cpu")
+        context = torch.rand(n, d, generator=gen, dtype=torch.float64, device="cpu")
+        queries = torch.rand(T, d, generator=gen, dtype=torch.float64, device="cpu")
         yield f"T = {T}, n = {n}, d = {d}, H = {heads}", layer, context, queries
 
 
@@ -46,7 +58,7 @@ def shared_context(shared_and_repeated):
     output, and the weights are the layer's, each row summing to one (three random layers)."""
     for description, layer, context, queries in _layers():
         with case(description):
-            answer = call(shared_and_repeated, layer, context.clone(), queries.clone())
+            answer = call(shared_and_repeated, *to_case_device(layer, context, queries))
             if not isinstance(answer, (tuple, list)) or len(answer) != 3:
                 fail("your function should return three tensors: shared outputs, repeated outputs, "
                      "attention weights", got=type(answer).__name__)
@@ -55,21 +67,22 @@ def shared_context(shared_and_repeated):
             want = models.mha_forward(layer, context, queries)
             for name, got in (("the outputs with the shared context", shared),
                               ("the outputs with the repeated context", repeated)):
-                got = tensor_answer(got, want.shape, f"{name}, of shape (T, d_out),")
-                error = float((got.to(want.dtype) - want).abs().max())
+                got = tensor_answer(got, want.shape, f"{name}, of shape (T, d_out),", device=want.device)
+                error = float((got - want).abs().max())
                 expect(error <= 1e-10, f"{name} differ from the layer's output",
                        expected="largest difference <= 1e-10", got=f"{error:.3g}",
                        hint="pass the context to mha_forward once as (n, d), and once expanded to "
                             "(T, n, d) with context.expand(T, n, d)")
             heads = layer.W_K.shape[0]
-            theta = tensor_answer(theta, (T, heads, n), "the attention weights, of shape (T, H, n),")
-            sums = theta.to(torch.float64).sum(dim=-1)
+            reference = models.mha_attention(layer.W_K, layer.W_Q, context, queries)
+            theta = tensor_answer(theta, (T, heads, n), "the attention weights, of shape (T, H, n),",
+                                  device=reference.device)
+            sums = theta.sum(dim=-1)
             worst = float((sums - 1).abs().max())
             expect(worst <= 1e-10, "each head's attention over the n tokens should sum to one",
                    got=f"sums off by up to {worst:.3g}",
                    hint="the softmax runs over the context tokens (the last axis)")
-            reference = models.mha_attention(layer.W_K, layer.W_Q, context, queries)
-            error = float((theta.to(torch.float64) - reference).abs().max())
+            error = float((theta - reference).abs().max())
             expect(error <= 1e-10, "the attention weights are not the layer's",
                    got=f"largest difference {error:.3g}",
                    hint="use the layer's key and query weights W_K, W_Q")
