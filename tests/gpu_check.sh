@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The prepared GPU check, for a session that is lent a machine with CUDA (see CONTRIBUTING.md, "On a GPU"):
 #   bash tests/gpu_check.sh OUTDIR [CHAPTER ...]
-# 1. every chapter's cells on CUDA (python -m tests.gpu_book, 8 chapters at a time) -> OUTDIR/gpu_book.json/.log
+# 1. every chapter's cells on CUDA (python -m tests.gpu_book, GPU_BOOK_JOBS=6 chapters at a time) -> OUTDIR/gpu_book.json/.log
 # 2. at the same time, the library's GPU suite (pytest -m gpu tests/test_gpu.py) and the doctor
 #    (also with MEMCAP_DEVICE=cuda:0) -> OUTDIR/gpu_suite.log, OUTDIR/doctor.log
 # Needs only torch, numpy, sympy, matplotlib and pytest (the GPU image has them; no jupytext, no Jupyter).
@@ -15,11 +15,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > 
 python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])" >> "$out/gpu.txt"
 cat "$out/gpu.txt"
 
-( python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider > "$out/gpu_suite.log" 2>&1; echo "exit $?" >> "$out/gpu_suite.log"
-  { python3 -m memcap doctor; echo "exit $?"; MEMCAP_DEVICE=cuda:0 python3 -m memcap doctor; echo "exit $?"; } > "$out/doctor.log" 2>&1 ) &
+( timeout "${GPU_SUITE_TIMEOUT:-420}" python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider > "$out/gpu_suite.log" 2>&1; echo "exit $?" >> "$out/gpu_suite.log"
+  { timeout 120 python3 -m memcap doctor; echo "exit $?"; MEMCAP_DEVICE=cuda:0 timeout 120 python3 -m memcap doctor; echo "exit $?"; } > "$out/doctor.log" 2>&1 ) &
 suite=$!
 
-python3 -m tests.gpu_book --jobs 8 --threads 2 --timeout "${GPU_BOOK_TIMEOUT:-420}" --json "$out/gpu_book.json" "$@" 2>&1 | tee "$out/gpu_book.log"
+python3 -m tests.gpu_book --jobs "${GPU_BOOK_JOBS:-6}" --threads 2 --timeout "${GPU_BOOK_TIMEOUT:-420}" --json "$out/gpu_book.json" "$@" 2>&1 | tee "$out/gpu_book.log"
 book=${PIPESTATUS[0]}
 wait $suite
 python3 - "$out" <<'PY'
