@@ -247,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             extra = (f"{r.get('cells', 0)} cells, {r.get('figures', 0)} figures, "
                      f"{r.get('checks_passed', 0)} checks passed") if r["status"] == "ok" else r.get("error", "")
             print(f"{r['status']:7s} {r['seconds']:6.1f} s  {r['chapter']}  {extra}", flush=True)
+            if args.json:                    # after each chapter: a run cut short keeps what finished
+                _write(args.json, about, args, results, time.perf_counter() - start)
     order = {_shown(p): i for i, p in enumerate(paths)}
     results.sort(key=lambda r: order.get(r["chapter"], 0))
     bad = [r for r in results if r["status"] != "ok"]
@@ -255,9 +257,14 @@ def main(argv: list[str] | None = None) -> int:
           f"({args.jobs} at a time); figures {sum(r.get('figures', 0) for r in results)}, "
           f"checks passed {sum(r.get('checks_passed', 0) for r in results)}", flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"machine": about, "simulated": args.simulate, "jobs": args.jobs,
-                                         "wall_seconds": round(wall, 1), "chapters": results}, indent=1))
+        _write(args.json, about, args, results, wall)
     return 1 if bad else 0
+
+
+def _write(path: Path, about: dict, args, results: list, wall: float) -> None:
+    record = {"machine": about, "simulated": args.simulate, "jobs": args.jobs, "wall_seconds": round(wall, 1),
+              "chapters": results}
+    path.write_text(json.dumps(record, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
