@@ -57,7 +57,7 @@ def cells(text: str) -> list[tuple[str, str]]:
 
 def toc_chapters() -> list[Path]:
     """The chapters of ``_toc.yml`` that have code cells, in the book's order."""
-    files = re.findall(r"file:\s*(\S+)", (ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = re.findall(r"(?:root|file):\s*(\S+)", (ROOT / "_toc.yml").read_text(encoding="utf-8"))
     paths = [ROOT / f"{f}.md" for f in files]
     return [p for p in paths if p.is_file() and "{code-cell}" in p.read_text(encoding="utf-8")]
 
@@ -198,12 +198,12 @@ def _child(path: Path, simulate: bool, timeout: float, threads: int) -> dict:
 
 
 def machine() -> dict:
-    """The device, software and commit the run used."""
-    import torch
-
-    from memcap import ENGINE_VERSION, device
+    """The device, software and commit the run used (``MEMCAP_COMMIT``, when set, names the commit)."""
+    from memcap import device
 
     info = device.describe()
+    if os.environ.get("MEMCAP_COMMIT"):     # the device tool copies the working tree, not always its .git
+        return {**_about(info), "commit": os.environ["MEMCAP_COMMIT"], "local_changes": False}
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()
@@ -211,10 +211,17 @@ def machine() -> dict:
                                     capture_output=True, text=True).stdout.strip())
     except OSError:
         commit, dirty = "", False
+    return {**_about(info), "commit": commit, "local_changes": dirty}
+
+
+def _about(info: dict) -> dict:
+    import torch
+
+    from memcap import ENGINE_VERSION
+
     return {"date": datetime.date.today().isoformat(), "device": info["device"],
             "device_name": info["device_name"], "torch": torch.__version__, "cuda": torch.version.cuda,
-            "python": platform.python_version(), "cpu_count": info["cpu_count"], "commit": commit,
-            "local_changes": dirty, "engine_version": ENGINE_VERSION}
+            "python": platform.python_version(), "cpu_count": info["cpu_count"], "engine_version": ENGINE_VERSION}
 
 
 def main(argv: list[str] | None = None) -> int:

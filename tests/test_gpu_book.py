@@ -152,3 +152,18 @@ def test_the_runner_works_without_ipython():
             "from myst_nb import glue; glue('a', 1, display=False); print('drawn')")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "drawn", proc.stderr[-800:]
+
+
+def test_the_recorded_gpu_run_is_a_real_run_of_todays_chapters():
+    """The *Build status* page shows book/appendix/gpu_book.json: it must come from CUDA, not the stand-in,
+    name its commit, and list chapters that exist, with what the page reads."""
+    record = json.loads((ROOT / "book" / "appendix" / "gpu_book.json").read_text(encoding="utf-8"))
+    assert record["simulated"] is False and record["machine"]["device"].startswith("cuda")
+    assert "NVIDIA" in record["machine"]["device_name"] and len(record["machine"]["commit"]) >= 7
+    chapters = [c["chapter"] for c in record["chapters"]]
+    assert len(chapters) == len(set(chapters)) and all((ROOT / c).is_file() for c in chapters)
+    missing = {p.relative_to(ROOT).as_posix() for p in gpu_book.toc_chapters()} - set(chapters)
+    assert missing <= {"book/appendix/status.md"}, f"chapters never run on a GPU: {sorted(missing)}"
+    for c in record["chapters"]:
+        assert c["status"] in {"ok", "FAIL", "timeout"} and c["seconds"] >= 0
+    assert {"summary", "exit", "command"} <= set(record["gpu_suite"]) and record["doctor"]["exits"]
