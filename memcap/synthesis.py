@@ -43,6 +43,7 @@ from memcap._checks import (
     positive_real,
     real_tensor,
 )
+from memcap._schema import Key, keyed, one_of
 from memcap.construct import dana, mahdavi
 from memcap.data import association_task, sinusoidal_positions
 from memcap.models import AoTParams, MHAParams, aot_attention, aot_forward, init_aot
@@ -455,6 +456,26 @@ TABLES = ("all", "random", "one_last_token", "repeated_token")
 """Sets of sequences the survey draws: all N^S; a random subset; sequences that all end in one token
 (L = 1); and constant sequences t = (a, ..., a) with a random extra set (positions only tell them apart)."""
 
+_COUNTED_TABLES = ("random", "one_last_token", "repeated_token")
+"""The tables drawn at random, whose grid points need ``count``, how many sequences to draw."""
+
+
+def _needs_count(point: dict) -> str | None:
+    table = point.get("table", "all")
+    return f"the table kind {table!r}" if table in _COUNTED_TABLES else None
+
+
+_GRID_POINT = {
+    "vocab": Key(positive_int, "the vocabulary size N, a positive int"),
+    "seq_len": Key(positive_int, "the sequence length S, a positive int"),
+    "dim": Key(positive_int, "the embedding dimension d, a positive int"),
+    "heads": Key(positive_int, "the number of heads H, a positive int"),
+    "head_dim": Key(positive_int, "the head dimension d_h, a positive int"),
+    "table": Key(one_of(TABLES), f"which sequences, one of {TABLES} ('all' when left out)", needed=False),
+    "count": Key(positive_int, "a count of sequences, a positive int", needed=_needs_count),
+}
+"""The keys of a grid point of :func:`feature_rank_survey`."""
+
 
 def _table(kind: str, vocab: int, seq_len: int, count: int | None, gen: torch.Generator) -> torch.Tensor:
     if kind == "all":
@@ -475,8 +496,11 @@ def _table(kind: str, vocab: int, seq_len: int, count: int | None, gen: torch.Ge
 
 def feature_rank_survey(grid: Iterable[Mapping], *, seed: int = 0, draws: int = 1) -> list[dict]:
     """:func:`feature_rank` at generic (Gaussian, :func:`memcap.models.init_aot`) weights on every point of
-    ``grid``: dicts with ``vocab``, ``seq_len``, ``dim``, ``heads``, ``head_dim``, ``table`` (one of
-    :data:`TABLES`) and ``count`` (sequences for the random tables). Of ``draws`` independent draws of the
+    ``grid``: dicts with the positive ints ``vocab``, ``seq_len``, ``dim``, ``heads``, ``head_dim``, and
+    optionally ``table`` (one of :data:`TABLES`, 'all' when left out) and ``count`` (how many sequences to
+    draw: needed by the tables 'random', 'one_last_token' and 'repeated_token', unused by 'all'). A point
+    with a missing, unknown or mistyped key is refused naming it (``grid[2]['count']``) before any point
+    is computed. Of ``draws`` independent draws of the
     weights the best-conditioned is kept (largest ``margin_F``): the rank statement asks for *some*
     weights, and any draw is a witness. Returns one record per point (the grid point's fields, the ranks,
     the margins and ``draws``); every point has its own generator, seeded from ``seed`` and its index, so
@@ -485,17 +509,11 @@ def feature_rank_survey(grid: Iterable[Mapping], *, seed: int = 0, draws: int = 
     draws = positive_int("draws", draws)
     seed = nonnegative_int("seed", seed)
     grid = listed("grid", grid, "grid points (dicts)")
+    for i, point in enumerate(grid):        # all points first: a bad one is refused before any work
+        keyed(f"grid[{i}]", point, _GRID_POINT, "a grid point of the survey")
     out = []
     for i, point in enumerate(grid):
-        if not isinstance(point, Mapping):
-            raise TypeError(f"grid must hold dicts (grid points), point {i} is a {type(point).__name__}")
-        missing = [k for k in ("vocab", "seq_len", "dim", "heads", "head_dim") if k not in point]
-        if missing:
-            raise ValueError(f"grid point {i} lacks {missing}")
-        if point.get("table", "all") not in TABLES:
-            raise ValueError(f"table must be one of {TABLES}, got {point.get('table')!r} (grid point {i})")
-        N, S, d = (positive_int(k, point[k]) for k in ("vocab", "seq_len", "dim"))
-        H, d_h = positive_int("heads", point["heads"]), positive_int("head_dim", point["head_dim"])
+        N, S, d, H, d_h = (int(point[k]) for k in ("vocab", "seq_len", "dim", "heads", "head_dim"))
         gen = torch.Generator().manual_seed(10_000 * seed + i)
         tokens = _table(point.get("table", "all"), N, S, point.get("count"), gen)
         best = None

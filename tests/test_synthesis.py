@@ -167,7 +167,7 @@ def test_feature_rank_survey_matches_the_counts_on_small_grids():
     one = synthesis.feature_rank_survey([dict(vocab=4, seq_len=3, dim=3, heads=2, head_dim=2,
                                               table="one_last_token", count=9)])[0]
     assert one["L"] == 1 and one["expected_F"] == min(one["T"], 2 * 2 + 1)
-    with pytest.raises(ValueError, match="table must be one of"):
+    with pytest.raises(ValueError, match=r"grid\[0\]\['table'\] must be one of"):
         synthesis.feature_rank_survey([dict(vocab=4, seq_len=2, dim=3, heads=1, head_dim=1, table="x")])
 
 

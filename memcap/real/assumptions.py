@@ -16,12 +16,23 @@ like the paper's models, so the rank tolerance is float32's. The text is cut int
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 import torch
 
 from memcap import _resolve, linalg
-from memcap._checks import check_bool, check_shape, nonnegative_int, positive_int, real_tensor
+from memcap._checks import (
+    check_bool,
+    check_shape,
+    finite_real,
+    nonnegative_int,
+    nonnegative_real,
+    positive_int,
+    positive_real,
+    real_tensor,
+)
+from memcap._schema import Key, keyed, nested
 from memcap.profiles import check_profile
 from memcap.real.data import byte_tokens, english_text, load_digits, sentence_pairs, text_windows
 from memcap.real.textmodels import BertEncoder, GPTConfig, TinyGPT, load_minilm, minilm_dir, train_language_model
@@ -126,17 +137,50 @@ def _batched(fn, inputs: torch.Tensor, batch: int = 256) -> torch.Tensor:
         return torch.cat([fn(inputs[i:i + batch]) for i in range(0, len(inputs), batch)])
 
 
-def _part(name: str, value: object, part: str, keys: tuple[str, ...]) -> dict:
+def _model_keys(cls: type) -> dict[str, Key]:
+    """The fields of a model config dataclass (:class:`ViTConfig`, :class:`GPTConfig`), each optional:
+    sizes are positive ints, ``init_std`` a positive real."""
+    return {f.name: Key(positive_real if f.name == "init_std" else positive_int,
+                        f"{cls.__name__}'s {f.name}, a positive {'real' if f.name == 'init_std' else 'int'}",
+                        needed=False) for f in fields(cls)}
+
+
+_TRAINING = {"steps": Key(positive_int, "the training steps, a positive int"),
+             "batch_size": Key(positive_int, "the batch size, a positive int"),
+             "lr": Key(positive_real, "the peak learning rate, a positive real"),
+             "weight_decay": Key(nonnegative_real, "AdamW's weight decay, a real >= 0", needed=False)}
+
+
+def _tests(needed: tuple[str, ...]) -> dict[str, Key]:
+    """The keys of a profile's ``"tests"`` part, those ``needed`` by the caller required."""
+    keys = {"subsets": (positive_int, "random n-subsets per assumption test, a positive int"),
+            "kruskal_subsets": (positive_int, "subsets per size of the Kruskal-rank estimate, a positive int"),
+            "fig1_step": (positive_int, "the step in k of Figure 1's curve, a positive int"),
+            "fig1_subsets": (positive_int, "subsets per size of Figure 1's curve, a positive int"),
+            "threshold": (finite_real, "the fraction of independent subsets that counts as holding, a real")}
+    return {k: Key(check, holds, needed=k in needed) for k, (check, holds) in keys.items()}
+
+
+_PARTS = {
+    "vit": {"config": Key(nested(_model_keys(ViTConfig), "a ViTConfig"), "the ViT's sizes (ViTConfig)"),
+            "train": Key(nested(_TRAINING, "a training setting"), "the training setting (steps, batch_size, lr)"),
+            "held_out": Key(positive_int, "the digits held out for testing, a positive int")},
+    "gpt": {"config": Key(nested(_model_keys(GPTConfig), "a GPTConfig"), "the model's sizes (GPTConfig)"),
+            "train": Key(nested(_TRAINING, "a training setting"), "the training setting (steps, batch_size, lr)"),
+            "examples": Key(positive_int, "the number of text windows T, a positive int")},
+    "bert": {"context_size": Key(positive_int, "the passage length n in WordPiece tokens, a positive int"),
+             "examples": Key(positive_int, "the number of passages T, a positive int")},
+}
+"""The keys of the parts of a profile (:data:`QUICK`, :data:`PAPER_PROFILE`) that the functions below take."""
+
+
+def _part(name: str, value: object, part: str, keys: Mapping[str, Key]) -> dict:
     """``value`` checked to be the ``part`` section of a profile (a dict with ``keys``), not the whole
-    profile nor anything else: a careless call names the argument and what to pass."""
-    if not isinstance(value, dict):
-        raise TypeError(f"{name} must be the {part!r} part of a profile (a dict), got {type(value).__name__}")
-    if part in value and not all(k in value for k in keys):
+    profile nor anything else: a careless call names the argument, the key and what to pass."""
+    if isinstance(value, Mapping) and part in value:
         raise ValueError(f"{name} must be the {part!r} part of a profile, got a whole profile: pass "
                          f"profile[{part!r}]")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise ValueError(f"{name} must be the {part!r} part of a profile, with {list(keys)}; it lacks {missing}")
+    keyed(name, value, keys, f"the {part!r} part of a profile")
     return value
 
 
@@ -148,8 +192,10 @@ def vit_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int
     """Table 1's four models on all digits: a random ViT's embedding (``"embedding"``), one random
     attention layer with skip on it (``"random_attention"``, one head, Glorot init), the first block of
     the random ViT (``"random_vit"``) and of the same ViT trained on the digits (``"trained_vit"``).
-    ``cfg``: the ``"vit"`` part of a profile. ``info``: accuracies, losses, n, d, T."""
-    cfg = _part("cfg", cfg, "vit", ("config", "train", "held_out"))
+    ``cfg``: the ``"vit"`` part of a profile: ``config`` (:class:`ViTConfig`'s fields), ``train``
+    (``steps``, ``batch_size``, ``lr``, optionally ``weight_decay``) and ``held_out``; a missing, unknown
+    or mistyped key is refused naming it (``cfg['train']['lr']``). ``info``: accuracies, losses, n, d, T."""
+    cfg = _part("cfg", cfg, "vit", _PARTS["vit"])
     device, seed = _run_on(device, seed)
     images, labels = load_digits(device=device)
     config = ViTConfig(**cfg["config"])
@@ -177,8 +223,10 @@ def vit_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int
 def gpt_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int = 0) -> Layers:
     """Table 3's GPT columns: layers 0 and 1 of a random GPT-like model (keys ``("gpt", "random", 0)``,
     ``("gpt", "random", 1)``) and of the same model trained on the English text (``"trained"``), on T
-    random byte windows of n tokens; the query is the last token. ``cfg``: the ``"gpt"`` part of a profile."""
-    cfg = _part("cfg", cfg, "gpt", ("config", "train", "examples"))
+    random byte windows of n tokens; the query is the last token. ``cfg``: the ``"gpt"`` part of a profile:
+    ``config`` (:class:`GPTConfig`'s fields), ``train`` (as for :func:`vit_layers`) and ``examples`` T;
+    checked as a whole like :func:`vit_layers`'s."""
+    cfg = _part("cfg", cfg, "gpt", _PARTS["gpt"])
     device, seed = _run_on(device, seed)
     tokens = byte_tokens(english_text(), device="cpu")
     config = GPTConfig(**cfg["config"])
@@ -203,8 +251,9 @@ def bert_layers(cfg: dict, *, device: torch.device | str | None = None, seed: in
     """Table 3's BERT columns: layers 0 and 1 of the pretrained all-MiniLM-L6-v2 (``("bert", "trained", k)``)
     and of the same architecture re-initialised (``"random"``), on T passages ``[CLS] A [SEP] B`` of n
     WordPiece tokens of the English text; the query is ``[CLS]``. ``None`` when the model's package is
-    not installed. ``cfg``: the ``"bert"`` part of a profile."""
-    cfg = _part("cfg", cfg, "bert", ("context_size", "examples"))
+    not installed. ``cfg``: the ``"bert"`` part of a profile: ``context_size`` n and ``examples`` T (checked
+    as a whole, before the model is looked for)."""
+    cfg = _part("cfg", cfg, "bert", _PARTS["bert"])
     device, seed = _run_on(device, seed)
     if minilm_dir() is None:
         return None
@@ -232,11 +281,12 @@ def bert_layers(cfg: dict, *, device: torch.device | str | None = None, seed: in
 
 def reports(layers: Layers, tests: dict, *, seed: int = 0, shifted: bool = True) -> dict:
     """:func:`memcap.linalg.assumption_report` for every key of ``layers`` (one generator per key, seeded
-    from ``seed`` and the key's position). ``tests``: the ``"tests"`` part of a profile; ``shifted``:
-    also test Assumption 3."""
+    from ``seed`` and the key's position). ``tests``: the ``"tests"`` part of a profile (``subsets``,
+    ``threshold`` and ``kruskal_subsets`` used; ``fig1_step`` and ``fig1_subsets`` allowed); ``shifted``: also
+    test Assumption 3."""
     if not isinstance(layers, Layers):
         raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
-    tests = _part("tests", tests, "tests", ("subsets", "threshold", "kruskal_subsets"))
+    tests = _part("tests", tests, "tests", _tests(("subsets", "threshold", "kruskal_subsets")))
     seed, shifted = nonnegative_int("seed", seed), check_bool("shifted", shifted)
     out = {}
     for i, key in enumerate(layers.contexts):
@@ -282,10 +332,11 @@ def cells(report: linalg.AssumptionReport) -> dict[str, str]:
 
 def figure1(layers: Layers, tests: dict, *, seed: int = 0) -> dict:
     """Figure 1's curves: :func:`memcap.linalg.kruskal_curve` of every key's queries at
-    :func:`figure1_sizes`, with ``tests["fig1_subsets"]`` subsets per size."""
+    :func:`figure1_sizes`, with ``tests["fig1_subsets"]`` subsets per size (``tests``: the ``"tests"`` part
+    of a profile, ``fig1_step``, ``fig1_subsets`` and ``threshold`` used)."""
     if not isinstance(layers, Layers):
         raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
-    tests = _part("tests", tests, "tests", ("fig1_step", "fig1_subsets", "threshold"))
+    tests = _part("tests", tests, "tests", _tests(("fig1_step", "fig1_subsets", "threshold")))
     seed = nonnegative_int("seed", seed)
     out = {}
     for i, key in enumerate(layers.queries):

@@ -1,11 +1,45 @@
 """How a stack is trained: :class:`TrainConfig` (optimizer, schedule, batches, early stop, dtype, device)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+
+import torch
 
 from memcap._checks import check_bool, finite_real, positive_int, positive_real
+from memcap._schema import Key, keyed, list_of, one_of, optional, text
 from memcap.device import pick_device
 from memcap.train.schedule import SCHEDULES
+
+
+def _device_name(name: str, value: object) -> object:
+    """A device's name (a string such as 'cpu' or 'cuda:0') or a ``torch.device``."""
+    return value if isinstance(value, torch.device) else text(name, value)
+
+
+_CONFIG_KEYS = {
+    "steps": Key(positive_int, "optimizer steps per model, a positive int", needed=False),
+    "epochs": Key(optional(positive_int), "epochs, a positive int or None", needed=False),
+    "batch_size": Key(optional(positive_int), "the batch size B, a positive int or None (full batch)",
+                      needed=False),
+    "lr": Key(positive_real, "the peak learning rate, a positive real", needed=False),
+    "schedule": Key(one_of(SCHEDULES), f"the schedule, one of {SCHEDULES}", needed=False),
+    "warmup_fraction": Key(finite_real, "the warm-up fraction, a real in [0, 1)", needed=False),
+    "warmup_start_factor": Key(finite_real, "the warm-up start factor, a real in (0, 1]", needed=False),
+    "betas": Key(list_of(finite_real, "reals in [0, 1)", length=2), "Adam's betas, a pair of reals in [0, 1)",
+                 needed=False),
+    "eps": Key(positive_real, "Adam's eps, a positive real", needed=False),
+    "early_stop": Key(check_bool, "whether to freeze memorized models, a bool", needed=False),
+    "eval_every": Key(positive_int, "steps between full-set evaluations, a positive int", needed=False),
+    "dtype": Key(one_of(("float32", "float64")), "'float32' or 'float64'", needed=False),
+    "device": Key(optional(_device_name), "a device name such as 'cpu' or 'cuda', or None", needed=False),
+}
+
+
+def _config_record(name: str, record: object) -> object:
+    """``record`` checked as a whole to be a :meth:`TrainConfig.to_dict` (every key optional): an unknown or
+    mistyped key is refused naming ``name[key]``. Returns ``record``."""
+    keyed(name, record, _CONFIG_KEYS, "a TrainConfig record")
+    return record
 
 
 @dataclass(frozen=True)
@@ -79,12 +113,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, record: dict) -> "TrainConfig":
-        """Inverse of :meth:`to_dict`; unknown keys are refused."""
-        if not isinstance(record, dict):
-            raise TypeError(f"record must be a dict, got {type(record).__name__}")
-        unknown = sorted(set(record) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"record has keys {unknown} that TrainConfig does not know")
+        """Inverse of :meth:`to_dict`: a dict of the fields above, each optional (left out: its default);
+        an unknown or mistyped key is refused naming it (``record['lr']``)."""
+        _config_record("record", record)
         record = dict(record)
         if "betas" in record:
             record["betas"] = tuple(record["betas"])

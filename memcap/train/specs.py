@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from memcap._checks import check_bool, nonnegative_int, positive_int
+from memcap._schema import Key, optional, tagged
 
 
 def _plain_ints(spec: object) -> None:
@@ -158,19 +159,49 @@ class AoTSpec:
 Spec = MHASpec | AoTSpec
 
 
+_SEEDS = {"seed": Key(nonnegative_int, "the seed of the weights and mini-batches, an int >= 0", needed=False),
+          "data_seed": Key(nonnegative_int, "the seed of the training set, an int >= 0", needed=False)}
+_MHA_KEYS = {
+    "heads": Key(positive_int, "the number of heads H, a positive int"),
+    "context_size": Key(positive_int, "the context size n, a positive int"),
+    "examples": Key(positive_int, "the number of examples T, a positive int"),
+    "dim": Key(positive_int, "the token dimension d, a positive int", needed=False),
+    "head_dim": Key(optional(positive_int), "the head dimension d_h, a positive int or None (d)", needed=False),
+    "value_dim": Key(positive_int, "the value dimension d_v, a positive int", needed=False),
+    "classes": Key(optional(positive_int), "the number of classes C, a positive int or None (regression)",
+                   needed=False),
+    "out_dim": Key(positive_int, "the regression output width, a positive int", needed=False),
+    "shared": Key(check_bool, "whether all examples share one context, a bool", needed=False),
+    "embedding": Key(check_bool, "whether the model has the paper's embedding, a bool", needed=False),
+    **_SEEDS,
+}
+_AOT_KEYS = {
+    "heads": Key(positive_int, "the number of heads H, a positive int"),
+    "head_dim": Key(positive_int, "the head dimension d_h, a positive int"),
+    "dim": Key(positive_int, "the embedding dimension d, a positive int"),
+    "vocab": Key(positive_int, "the vocabulary size N, a positive int", needed=False),
+    "seq_len": Key(positive_int, "the sequence length S, a positive int", needed=False),
+    "mlp_width": Key(nonnegative_int, "the MLP width w, an int >= 0", needed=False),
+    "examples": Key(optional(positive_int), "the number of sequences T0, a positive int or None (all N^S)",
+                    needed=False),
+    **_SEEDS,
+    "shared_compression": Key(check_bool, "whether the heads share one compression, a bool", needed=False),
+}
+_KINDS = {"mha": (_MHA_KEYS, "an MHASpec record"), "aot": (_AOT_KEYS, "an AoTSpec record")}
+
+
+def _spec_record(name: str, record: object) -> dict:
+    """``record`` checked as a whole to be a spec's dict (:meth:`MHASpec.to_dict`, :meth:`AoTSpec.to_dict`):
+    a missing, unknown or mistyped key is refused naming ``name[key]``. Returns ``record``."""
+    tagged(name, record, "model", _KINDS)
+    return record
+
+
 def spec_from_dict(record: dict) -> Spec:
-    """Rebuild an :class:`MHASpec` or :class:`AoTSpec` from :meth:`MHASpec.to_dict` or :meth:`AoTSpec.to_dict` output
-    (extra keys refused)."""
-    if not isinstance(record, dict):
-        raise TypeError(f"record must be a dict, got {type(record).__name__}")
-    kinds = {"mha": MHASpec, "aot": AoTSpec}
-    kind = record.get("model")
-    if kind not in kinds:
-        raise ValueError(f"record['model'] must be one of {tuple(kinds)}, got {kind!r}")
-    cls = kinds[kind]
-    allowed = {f.name for f in fields(cls)}
-    rest = {k: v for k, v in record.items() if k != "model"}
-    unknown = sorted(set(rest) - allowed)
-    if unknown:
-        raise ValueError(f"record has keys {unknown} that {cls.__name__} does not know")
-    return cls(**rest)
+    """Rebuild an :class:`MHASpec` or :class:`AoTSpec` from :meth:`MHASpec.to_dict` or :meth:`AoTSpec.to_dict`
+    output: ``model`` ('mha' or 'aot') and the dataclass's fields, those without a default needed
+    (``heads``, ``context_size``, ``examples`` for 'mha'; ``heads``, ``head_dim``, ``dim`` for 'aot').
+    A missing, unknown or mistyped key is refused naming it (``record['heads']``)."""
+    _spec_record("record", record)
+    cls = MHASpec if record["model"] == "mha" else AoTSpec
+    return cls(**{k: v for k, v in record.items() if k != "model"})
