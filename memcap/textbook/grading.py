@@ -16,13 +16,21 @@ reason. (What this cannot catch: an answer computed by calling the book's own re
 checkers test answers, not how they were obtained.)
 
 **One bad submission never stops the run.** Each student's rows are appended to ``OUTPUT/grades.csv``
-(student, exercise, result, message) and written to ``OUTPUT/students/<student>.json`` as soon as that
-student is graded; a notebook that cannot be read, crashes or kills its kernel, runs out of time or
+(student, exercise, result, message, events) and written to ``OUTPUT/students/<student>.json`` as soon as
+that student is graded; a notebook that cannot be read, crashes or kills its kernel, runs out of time or
 answers garbage fails with the reason in its rows, and the next one is graded. At the end comes
 ``OUTPUT/summary.txt``; as each student finishes, the executed notebook goes to
 ``OUTPUT/notebooks/<student>.ipynb`` (the student's cells and what their code printed inside the
-sandbox, nothing else: the grader's requests are not in it) and the kernel's own output, for the
-instructor, to ``OUTPUT/logs/<student>.log``.
+sandbox, and a ``[memcap grade: ...]`` line where a cell was stopped or output dropped; the grader's
+requests are not in it) and the kernel's own output, for the instructor, to ``OUTPUT/logs/<student>.log``.
+
+**What happened is said, not only logged.** A cell stopped by ``--cell-timeout``, a cell that ran out of
+memory under ``--memory``, output dropped past ``--max-output``, a kernel that died and a notebook stopped
+by ``--timeout`` each become an :class:`Event` (the cell, counted from 1 with Markdown cells included, and
+a sentence such as "cell 3 stopped after 30 s (--cell-timeout)"), listed in the ``events`` column of the
+student's rows, their JSON and the summary. An exercise left unanswered whose ``check(...)`` cell comes
+at or after a stopped cell is "not reached: <the sentence>", not "no answer", so that a notebook that was
+stopped is told from one that never attempted the exercise; an output cut stops nothing.
 
 **The sandbox fails closed.** By default (``sandbox="bwrap"``) each kernel runs in bubblewrap: a cleared
 environment; read-only mounts of only the interpreter, the virtual environment, ``memcap`` and the
@@ -60,10 +68,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["GradeReport", "Limits", "SANDBOXES", "find_submissions", "grade_folder", "resolve_chapter",
-           "sandbox_problem"]
+__all__ = ["EVENT_KINDS", "Event", "GradeReport", "Limits", "SANDBOXES", "find_submissions", "grade_folder",
+           "resolve_chapter", "sandbox_problem"]
 
 SANDBOXES = ("bwrap", "none")
+EVENT_KINDS = ("cell timeout", "memory", "output cut", "dead kernel", "notebook timeout")
+_MEMORY_ERRORS = ("MemoryError", "_ArrayMemoryError", "OutOfMemoryError")   # Python, NumPy, torch
 _NOBODY = 65534
 _HOME, _WORK, _INPUT = "/home/student", "/submission", "/input"
 
@@ -89,6 +99,23 @@ class Limits:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+@dataclass(frozen=True)
+class Event:
+    """Something that stopped a cell or dropped a notebook's output while it was graded: ``cell`` is the
+    cell's position in the notebook (counted from 1, Markdown cells included), ``kind`` one of
+    :data:`EVENT_KINDS`, ``message`` the sentence the grade report gives, e.g. "cell 3 stopped after
+    30 s (--cell-timeout)"."""
+
+    cell: int
+    kind: str
+    message: str
+
+    @property
+    def stops(self) -> bool:
+        """Whether the rest of the cell did not run (every kind but an output cut)."""
+        return self.kind != "output cut"
+
+
 @dataclass
 class GradeReport:
     """What :func:`grade_folder` did: one row per (student, exercise), and where it wrote them."""
@@ -97,6 +124,7 @@ class GradeReport:
     exercises: list[str]
     rows: list[dict[str, str]] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)   # student -> why the notebook did not finish
+    events: dict[str, list[Event]] = field(default_factory=dict)   # student -> what stopped or cut it
     sandbox: str = "bwrap"
     seconds: float = 0.0
     csv_path: Path | None = None
@@ -115,8 +143,11 @@ class GradeReport:
                  f"(sandbox: {trust})"]
         for student in students:
             score = sum((student, ex) in passed for ex in self.exercises)
-            note = f"  (notebook did not finish: {self.problems[student]})" if student in self.problems else ""
-            lines.append(f"  {student}: {score}/{len(self.exercises)}{note}")
+            notes = [event.message for event in self.events.get(student, [])]
+            problem = self.problems.get(student)
+            if problem and problem not in notes:
+                notes.insert(0, f"notebook did not finish: {problem}")
+            lines.append("; ".join([f"  {student}: {score}/{len(self.exercises)}", *notes]))
         for ex in self.exercises:
             lines.append(f"  {ex}: passed by {sum((s, ex) in passed for s in students)}/{len(students)}")
         return "\n".join(lines)
@@ -329,25 +360,76 @@ def _kernel_spec(spec_dir: Path, argv: list[str], env: dict[str, str]) -> None:
 
 # --- one notebook ----------------------------------------------------------------------------------
 
+def _mark(cell: Any, text: str) -> None:
+    """Add a ``[memcap grade: ...]`` line to a code cell's outputs, where the instructor will see it."""
+    from nbformat.v4 import new_output
+
+    if cell.get("cell_type") == "code":
+        cell.setdefault("outputs", []).append(new_output("stream", name="stderr", text=f"[memcap grade: {text}]\n"))
+
+
+def _out_of_memory(reply: dict) -> bool:
+    """Whether an error reply is a failed allocation (Python's, NumPy's or torch's, or errno 12)."""
+    return str(reply.get("ename")) in _MEMORY_ERRORS or "allocate memory" in str(reply.get("evalue"))
+
+
 def _client_class():
     from nbclient import NotebookClient
 
     class LimitedClient(NotebookClient):
-        """nbclient, keeping at most ``max_output`` bytes of the student's cells' outputs."""
+        """nbclient, keeping at most ``limits.max_output`` bytes of the student's cells' outputs, and
+        noting in ``events`` each cell stopped by the cell timeout or a failed allocation and the cell
+        from which output was dropped (``note`` adds a kernel's death or the notebook's timeout)."""
 
-        max_output = 1_000_000
+        limits = Limits()
         kept = 0
         truncated = False
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.events: list[Event] = []
+            self.running: int = 0                 # the index of the cell being executed
+            self.interrupted: int | None = None   # the index of the cell interrupted for its time
+            self.on_cell_start = self._start
+            self.on_cell_executed = self._executed
+
+        def note(self, index: int, kind: str, message: str) -> None:
+            self.events.append(Event(index + 1, kind, message))
+            if kind != "output cut":
+                _mark(self.nb.cells[index], message)
+
+        def _start(self, cell: Any, cell_index: int) -> None:
+            self.running = cell_index
+
+        async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
+            # nbclient's own handler (0.11) interrupts the kernel, after which the next cell runs
+            self.interrupted = self.running
+            return await super()._async_handle_timeout(timeout, cell)
+
+        def _executed(self, cell: Any, cell_index: int, execute_reply: dict | None) -> None:
+            reply = (execute_reply or {}).get("content", {})
+            if reply.get("status") != "error":   # ran to its end (an interrupt it caught included)
+                return
+            if self.interrupted == cell_index:
+                self.note(cell_index, "cell timeout",
+                          f"cell {cell_index + 1} stopped after {self.limits.cell_timeout} s (--cell-timeout)")
+            elif _out_of_memory(reply):
+                ename = str(reply.get("ename"))[:80]
+                what = ename if ename in _MEMORY_ERRORS else f"{ename}: cannot allocate memory"
+                self.note(cell_index, "memory", f"cell {cell_index + 1} raised {what} "
+                                                f"(--memory {self.limits.memory / 2**20:.0f} MiB)")
+
         def output(self, outs, msg, display_id, cell_index):
             size = len(json.dumps(msg.get("content", {})))
-            if self.kept + size > self.max_output:
+            if self.kept + size > self.limits.max_output:
                 if not self.truncated:
                     self.truncated = True
+                    self.note(cell_index, "output cut", f"output past {self.limits.max_output} bytes dropped "
+                                                        f"from cell {cell_index + 1} on (--max-output)")
                     from nbformat.v4 import new_output
 
                     outs.append(new_output("stream", name="stderr", text=(
-                        f"[memcap grade: output beyond {self.max_output} bytes dropped]\n")))
+                        f"[memcap grade: output beyond {self.limits.max_output} bytes dropped]\n")))
                 return None
             self.kept += size
             return super().output(outs, msg, display_id, cell_index)
@@ -437,8 +519,9 @@ class _CheckTimeout:
             signal.signal(signal.SIGALRM, self.previous)
 
 
-def _verdicts(kernel: _Kernel, labels: list[str], limits: Limits) -> dict[str, tuple[bool, str]]:
-    """Check every exercise's answer in this process; the kernel only supplies answers and calls."""
+def _verdicts(kernel: _Kernel, labels: list[str], limits: Limits) -> dict[str, tuple[bool, str] | None]:
+    """Check every exercise's answer in this process; the kernel only supplies answers and calls. An
+    exercise the notebook never checked is ``None`` (see :func:`_settle`)."""
     from memcap.textbook._grading_wire import Answers, GradingStopped, NoAnswer, WireError
     from memcap.textbook.exercises import run_check
 
@@ -450,7 +533,7 @@ def _verdicts(kernel: _Kernel, labels: list[str], limits: Limits) -> dict[str, t
                 result = run_check(label, *args, **named)
             verdicts[label] = (result.passed, result.message)
         except NoAnswer:
-            verdicts[label] = (False, f'no answer: the notebook never called check("{label}", ...)')
+            verdicts[label] = None
         except WireError as err:
             verdicts[label] = (False, f"malformed answer: {err}")
         except GradingStopped as err:
@@ -458,19 +541,57 @@ def _verdicts(kernel: _Kernel, labels: list[str], limits: Limits) -> dict[str, t
     return verdicts
 
 
+def _check_cells(nb: Any, labels: list[str]) -> dict[str, int]:
+    """Exercise -> the position (from 1) of the first code cell that names it in quotes: where the
+    notebook calls its ``check``."""
+    import re
+
+    found: dict[str, int] = {}
+    for position, cell in enumerate(nb.cells, start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        for label in labels:
+            if label not in found and re.search(f"[\"']{re.escape(label)}[\"']", cell.get("source", "")):
+                found[label] = position
+    return found
+
+
+def _settle(labels: list[str], verdicts: dict[str, tuple[bool, str] | None], events: list[Event],
+            check_cells: dict[str, int]) -> dict[str, tuple[bool, str]]:
+    """Each exercise's verdict: the checker's where the notebook answered; "not reached" where it did not
+    and its ``check`` cell comes at or after a stopped cell (the last such stop is named); "no answer"
+    where the notebook ran and never checked it; none (not graded) where the grader got no answers."""
+    settled: dict[str, tuple[bool, str]] = {}
+    for label in labels:
+        verdict = verdicts.get(label)
+        if verdict is not None:
+            settled[label] = verdict
+            continue
+        cell = check_cells.get(label)
+        stops = [e for e in events if e.stops and cell is not None and e.cell <= cell]
+        if stops:
+            settled[label] = (False, f"not reached: {stops[-1].message}")
+        elif label in verdicts:
+            settled[label] = (False, f'no answer: the notebook never called check("{label}", ...)')
+    return settled
+
+
 def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd: Path, limits: Limits,
-                  log_file: Path, unprivileged: bool) -> tuple[Any, dict[str, tuple[bool, str]], str | None]:
-    """Execute the notebook at ``path``, then grade its answers; return (notebook, verdicts, problem).
-    With ``unprivileged``, the kernel becomes ``nobody``: its connection files are handed to that user."""
+                  log_file: Path, unprivileged: bool
+                  ) -> tuple[Any, dict[str, tuple[bool, str]], str | None, list[Event]]:
+    """Execute the notebook at ``path``, then grade its answers; return (notebook, verdicts, problem,
+    events). With ``unprivileged``, the kernel becomes ``nobody``: its connection files are handed to
+    that user."""
     import nbformat
     from jupyter_client import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpecManager
+    from nbclient.exceptions import DeadKernelError
 
     try:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
     except Exception as err:  # anything a broken file can raise
-        return None, {}, f"not a readable notebook: {type(err).__name__}: {str(err)[:200]}"
+        return None, {}, f"not a readable notebook: {type(err).__name__}: {str(err)[:200]}", []
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -485,7 +606,7 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
                              interrupt_on_timeout=True, record_timing=False, shutdown_kernel="immediate",
                              skip_cells_with_tag="memcap-grade-never-skip",   # runs "skip-execution" cells
                              startup_timeout=120)
-    client.max_output = limits.max_output
+    client.limits = limits
     deadline = time.monotonic() + limits.timeout
     outcome: dict[str, Any] = {"problem": None, "verdicts": {}}
 
@@ -500,10 +621,20 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
                                                             execution_count=client.code_cells_executed + 1)
                     try:
                         await asyncio.wait_for(cells(), max(1.0, deadline - time.monotonic()))
-                    except Exception:   # nbclient reports the cancelled cell as a dead kernel
-                        if time.monotonic() < deadline:
+                    except Exception as err:   # nbclient reports the cancelled cell as a dead kernel
+                        cell = client.running + 1
+                        if time.monotonic() >= deadline:
+                            kind = "notebook timeout"
+                            where = (f"cell {cell} ran past {limits.cell_timeout} s (--cell-timeout) and "
+                                     "ignored the interrupt" if client.interrupted == client.running
+                                     else f"stopped in cell {cell}")
+                            problem = f"the notebook did not finish within {limits.timeout} s (--timeout): {where}"
+                        elif isinstance(err, DeadKernelError):
+                            kind, problem = "dead kernel", f"the kernel died in cell {cell} (DeadKernelError)"
+                        else:
                             raise
-                        outcome["problem"] = f"the notebook did not finish within {limits.timeout} s"
+                        client.note(client.running, kind, problem)
+                        outcome["problem"] = problem
                         return
                     kernel = _Kernel(km, lambda: max(1.0, min(limits.cell_timeout,
                                                               deadline + limits.cell_timeout - time.monotonic())))
@@ -522,7 +653,8 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
         outcome["problem"] = outcome["problem"] or f"{type(err).__name__}: {str(err)[:200]}"
     finally:
         atexit.unregister(client._cleanup_kernel)
-    return nb, outcome["verdicts"], outcome["problem"]
+    verdicts = _settle(labels, outcome["verdicts"], client.events, _check_cells(nb, labels))
+    return nb, verdicts, outcome["problem"], client.events
 
 
 # --- the whole folder ------------------------------------------------------------------------------
@@ -574,26 +706,30 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
     hidden = [Path(submissions), output]
     with open(report.csv_path, "w", newline="", encoding="utf-8") as handle, \
             tempfile.TemporaryDirectory(prefix="memcap-grade-") as tmp:
-        writer = csv.DictWriter(handle, fieldnames=["student", "exercise", "result", "message"])
+        writer = csv.DictWriter(handle, fieldnames=["student", "exercise", "result", "message", "events"])
         writer.writeheader()
         handle.flush()
         for k, (student, notebook) in enumerate(found.items()):
             t0 = time.perf_counter()
-            rows, problem = _grade_student(student, notebook, Path(submissions), Path(tmp) / f"s{k}", labels,
-                                           sandbox, limits, hidden, output)
+            rows, problem, events = _grade_student(student, notebook, Path(submissions), Path(tmp) / f"s{k}",
+                                                   labels, sandbox, limits, hidden, output)
             report.rows += rows
             if problem:
                 report.problems[student] = problem
+            if events:
+                report.events[student] = events
             writer.writerows(rows)
             handle.flush()
             score = sum(r["result"] == "pass" for r in rows)
             (output / "students" / f"{_safe_name(student)}.json").write_text(json.dumps(
                 {"student": student, "chapter": doc, "score": score, "out_of": len(labels),
                  "sandbox": sandbox, "problem": problem,
+                 "events": [{"cell": e.cell, "kind": e.kind, "message": e.message} for e in events],
                  "exercises": [{k: r[k] for k in ("exercise", "result", "message")} for r in rows]},
                 indent=1) + "\n", encoding="utf-8")
+            said = [e.message for e in events] or ([problem] if problem else [])
             log(f"{student}: {score}/{len(labels)} in {time.perf_counter() - t0:.0f} s"
-                + (f" ({problem})" if problem else ""))
+                + (f" ({'; '.join(said)})" if said else ""))
     report.seconds = time.perf_counter() - start
     report.summary_path = output / "summary.txt"
     report.summary_path.write_text(report.summary() + "\n", encoding="utf-8")
@@ -602,11 +738,13 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
 
 def _grade_student(student: str, notebook: Path, submissions: Path, private: Path, labels: list[str],
                    sandbox: str, limits: Limits, hidden: list[Path],
-                   output: Path) -> tuple[list[dict[str, str]], str | None]:
-    """Grade one submission; never raises (a failure of any kind becomes the reason in its rows)."""
+                   output: Path) -> tuple[list[dict[str, str]], str | None, list[Event]]:
+    """Grade one submission: its rows, why its notebook did not finish (``None`` if it did), what
+    stopped or cut it. Never raises (a failure of any kind becomes the reason in its rows)."""
     import nbformat
 
     verdicts: dict[str, tuple[bool, str]] = {}
+    events: list[Event] = []
     try:
         run, specs = private / "run", private / "kernels"
         run.mkdir(parents=True)
@@ -622,18 +760,19 @@ def _grade_student(student: str, notebook: Path, submissions: Path, private: Pat
             env = {"HOME": str(home), "TMPDIR": str(home), "MPLCONFIGDIR": str(home / ".matplotlib"),
                    "IPYTHONDIR": str(home / ".ipython"), "PYTHONDONTWRITEBYTECODE": "1"}
         _kernel_spec(specs, argv, env)
-        nb, verdicts, problem = _run_notebook(copy, labels, specs, run, copy.parent, limits,
-                                              output / "logs" / f"{_safe_name(student)}.log",
-                                              unprivileged=sandbox == "bwrap" and os.geteuid() == 0)
+        nb, verdicts, problem, events = _run_notebook(copy, labels, specs, run, copy.parent, limits,
+                                                      output / "logs" / f"{_safe_name(student)}.log",
+                                                      unprivileged=sandbox == "bwrap" and os.geteuid() == 0)
         if nb is not None:
             nbformat.write(nb, output / "notebooks" / f"{_safe_name(student)}.ipynb")
     except Exception as err:  # the grader's own trouble with this submission: say so, go on
         problem = f"could not be graded: {type(err).__name__}: {str(err)[:200]}"
     finally:
         shutil.rmtree(private, ignore_errors=True)
+    said = "; ".join(e.message for e in events)
     rows = []
     for label in labels:
         passed, message = verdicts.get(label) or (False, f"not graded: {problem or 'no verdict'}")
         rows.append({"student": student, "exercise": label, "result": "pass" if passed else "fail",
-                     "message": message})
-    return rows, problem
+                     "message": message, "events": said})
+    return rows, problem, events
