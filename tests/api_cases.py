@@ -196,6 +196,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "a spec, a config and a "
                             "step count, each checked (tests/test_bench.py)",
     "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
+    "memcap.train.checkpoint": "implementation of memcap.train: where train_models keeps a job's progress (a "
+                               "folder and seconds, checked; tests/test_checkpoint.py)",
     "memcap.train.compiled": "the compile mode of memcap.train.train_models (a string, checked; "
                              "tests/test_compiled.py) and the compiled step behind it",
     "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",

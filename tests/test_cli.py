@@ -158,7 +158,7 @@ def test_internal_error_keeps_its_traceback(tmp_path):
     proc = _patched_cli(broken, "sweep", "dana_fig4", "--cache", str(tmp_path))
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1
-    assert "Traceback (most recent call last)" in err and "heads must be a positive integer, got 0" in err
+    assert "Traceback (most recent call last)" in err and "['heads'] must be a positive integer, got 0" in err
 
 
 def test_student_edition_outside_the_book_names_the_problem(tmp_path, monkeypatch, capsys):

@@ -30,8 +30,8 @@ import io
 import json
 import os
 import platform
+import shutil
 import subprocess
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from memcap._files import atomic_write as _atomic_write
 from memcap._version import ENGINE_VERSION, __version__
 from memcap.profiles import PROFILES, check_profile, current_profile  # noqa: F401  (re-exported: sweep's callers read them here)
 
@@ -180,11 +181,26 @@ def environment(job: dict) -> dict[str, Any]:
             "dtype": config.get("dtype", _field_defaults("config")["dtype"])}
 
 
-def run_recorded(fn: Callable[[dict], dict], job: dict) -> tuple[dict, dict]:
-    """``(fn(job), manifest)``: runs where the executor puts it, so the manifest names that machine."""
+def run_recorded(fn: Callable[[dict], dict], job: dict, checkpoint: str | None = None,
+                 checkpoint_every: float | None = None) -> tuple[dict, dict]:
+    """``(fn(job), manifest)``: runs where the executor puts it, so the manifest names that machine.
+
+    ``checkpoint``: a folder where the job's training keeps its progress (``memcap.train.checkpoint``), every
+    ``checkpoint_every`` seconds (None: the default); a job that goes on from there says so in its manifest
+    (``resumed``: stacks read back finished, and the steps at which stopped stacks went on).
+    """
     env = environment(job)
     start = time.perf_counter()
-    result = fn(job)
+    if checkpoint is None:
+        result = fn(job)
+    else:
+        from memcap.train.checkpoint import CHECKPOINT_SECONDS, checkpointing
+
+        every = CHECKPOINT_SECONDS if checkpoint_every is None else checkpoint_every
+        with checkpointing(checkpoint, every) as kept:
+            result = fn(job)
+        if kept.restored or kept.resumed:
+            env["resumed"] = {"stacks_restored": kept.restored, "resumed_at_steps": kept.resumed}
     env["wall_seconds"] = round(time.perf_counter() - start, 3)
     env["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return result, env
@@ -193,22 +209,6 @@ def run_recorded(fn: Callable[[dict], dict], job: dict) -> tuple[dict, dict]:
 # ---------------------------------------------------------------------------------------------------
 # the results cache
 # ---------------------------------------------------------------------------------------------------
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
 
 STATUSES = ("current", "missing", "stale", "corrupt")
 """What :meth:`ResultCache.lookup` can find for a job."""
@@ -251,6 +251,11 @@ class ResultCache:
     def path(self, experiment: str, job: dict) -> Path:
         """Where the current engine's result of ``job`` lives (the JSON file)."""
         return self._folder(experiment) / job_key(job) / f"engine-{ENGINE_VERSION}.json"
+
+    def checkpoint_folder(self, experiment: str, job: dict) -> Path:
+        """Where a running ``job`` keeps its training's progress (``memcap.train.checkpoint``) until its
+        result is stored: beside that result, so a stopped sweep run again goes on from it."""
+        return self.path(experiment, job).with_suffix(".checkpoint")
 
     # reading -----------------------------------------------------------------------------------------
 
@@ -377,7 +382,8 @@ class ResultCache:
         """Every file of ``experiment`` as ``(status, path, manifest, reason)``, without loading arrays.
 
         Statuses: 'current', 'stale' (another engine version), 'legacy' (cache format 1), 'corrupt',
-        'partial' (a temporary file left by a write that was killed, or arrays whose JSON is missing).
+        'partial' (a temporary file left by a write that was killed, or arrays whose JSON is missing),
+        'checkpoint' (the saved progress of a job that was stopped, :meth:`checkpoint_folder`).
         """
         folder = self._folder(experiment)
         if not folder.is_dir():
@@ -387,6 +393,12 @@ class ResultCache:
                 continue
             if path.name.startswith(".") and path.name.endswith(".tmp"):
                 yield "partial", path, {}, "temporary file of an interrupted write"
+                continue
+            if path.suffix == ".pt" and path.parent.suffix == ".checkpoint":
+                if path.parent.name == f"engine-{ENGINE_VERSION}.checkpoint":
+                    yield "checkpoint", path, {}, "progress of a stopped job (the next sweep goes on from it)"
+                else:
+                    yield "stale", path, {}, f"checkpoint of {path.parent.stem}"
                 continue
             if path.suffix == ".npz":
                 if not path.with_suffix(".json").exists():
@@ -425,8 +437,9 @@ class ResultCache:
                     target.unlink()
                     removed.append(target)
             folder = self._folder(name)
-            for sub in sorted(folder.glob("*/"), reverse=True) if folder.is_dir() else []:
-                if sub.is_dir() and not any(sub.iterdir()):
+            subs = [p for p in folder.rglob("*") if p.is_dir()] if folder.is_dir() else []
+            for sub in sorted(subs, key=lambda p: len(p.parts), reverse=True):   # the deepest first
+                if not any(sub.iterdir()):
                     sub.rmdir()
             self._legacy.pop(name, None)
         return removed
@@ -686,6 +699,9 @@ def run_job(job: dict) -> dict:
 
     if not isinstance(job, dict) or job.get("kind") not in ("train", "capacity"):
         raise ValueError(f"job must be a dict with kind 'train' or 'capacity', got {job!r:.80}")
+    from memcap.experiments._jobs import check_job
+
+    check_job(job)
     torch.manual_seed(int(job.get("seed", 0)))
     specs = [spec_from_dict(s) for s in job["specs"]]
     config = TrainConfig.from_dict(job["config"])
@@ -744,8 +760,14 @@ class SweepInterrupted(KeyboardInterrupt):
 
 def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = None,
                      cache: ResultCache | None = None, fn: Callable[[dict], dict] = run_job,
-                     progress: Callable[[int, int, int], None] | None = None) -> SweepReport:
+                     progress: Callable[[int, int, int], None] | None = None,
+                     checkpoint_every: float | None = None) -> SweepReport:
     """Run every job that has no current result in ``cache`` on ``executor``; see :func:`run_sweep`.
+
+    With a ``cache``, each job's training keeps checkpoints (``memcap.train.checkpoint``) in
+    :meth:`ResultCache.checkpoint_folder` every ``checkpoint_every`` seconds (None: the default, 60 s;
+    ``float('inf')``: none), so a job that was stopped goes on where it was; the folder is removed once
+    the job's result is stored.
 
     Stale and corrupt entries are recomputed (a corrupt one with a :class:`CacheWarning`). A
     KeyboardInterrupt cancels the jobs not yet started and raises :class:`SweepInterrupted` (finished jobs
@@ -778,8 +800,17 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
     computed = 0
     if progress is not None:
         progress(cached, len(jobs), cached)
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or
+                                         not isinstance(checkpoint_every, (int, float)) or not checkpoint_every >= 0):
+        raise ValueError(f"checkpoint_every must be a number of seconds >= 0 or None, got {checkpoint_every!r}")
+    keep = cache is not None and checkpoint_every != float("inf")
     window = _parallelism(executor)
-    task = functools.partial(run_recorded, fn)
+
+    def task_for(job: dict) -> Callable[[dict], tuple[dict, dict]]:
+        if not keep:
+            return functools.partial(run_recorded, fn)
+        return functools.partial(run_recorded, fn, checkpoint=str(cache.checkpoint_folder(experiment, job)),
+                                 checkpoint_every=checkpoint_every)
     pending: dict[cf.Future, int] = {}
     error: BaseException | None = None
     queue = iter(todo)
@@ -791,7 +822,7 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                 if i is None:
                     break
                 submitted += 1
-                pending[executor.submit(task, jobs[i])] = i
+                pending[executor.submit(task_for(jobs[i]), jobs[i])] = i
             if not pending:
                 break
             finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
@@ -810,6 +841,7 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                     except KeyboardInterrupt:   # the job is finished: store it, then stop
                         cache.put(experiment, jobs[i], result, manifest)
                         raise
+                    shutil.rmtree(cache.checkpoint_folder(experiment, jobs[i]), ignore_errors=True)
                 if manifest.get("engine_version") != ENGINE_VERSION:
                     error = error or RuntimeError(
                         f"a worker ran jobs[{i}] with engine version {manifest.get('engine_version')} (memcap at "
@@ -832,13 +864,16 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
 
 def run_sweep(experiment: str, jobs: Sequence[dict], *, executor: Any = None, cache: ResultCache | None = None,
               fn: Callable[[dict], dict] = run_job,
-              progress: Callable[[int, int, int], None] | None = None) -> list[dict]:
+              progress: Callable[[int, int, int], None] | None = None,
+              checkpoint_every: float | None = None) -> list[dict]:
     """Run every job not yet in ``cache`` on ``executor``; return all results in the order of ``jobs``.
 
     ``executor``: anything with ``submit(fn, job) -> future`` (default :class:`InProcessExecutor`); at
     most its parallelism many jobs are in flight, and each finished job is written to ``cache`` at once,
     with its manifest. If a job fails, the jobs in flight still finish and are stored, then the first
     error is raised: a rerun continues where the sweep stopped. ``progress(done, total, cached)`` is
-    called after each job. ``cache=None`` keeps results in memory only.
+    called after each job. ``cache=None`` keeps results in memory only. ``checkpoint_every``: see
+    :func:`run_sweep_report`.
     """
-    return list(run_sweep_report(experiment, jobs, executor=executor, cache=cache, fn=fn, progress=progress).results)
+    return list(run_sweep_report(experiment, jobs, executor=executor, cache=cache, fn=fn, progress=progress,
+                                 checkpoint_every=checkpoint_every).results)

@@ -16,7 +16,8 @@ def _sqrt(x: torch.Tensor) -> torch.Tensor:
 
 
 def adam_update(flat: torch.Tensor, grad: torch.Tensor, state: dict, lr: torch.Tensor,
-                 active: torch.Tensor, betas: tuple[float, float], eps: float) -> None:
+                 active: torch.Tensor, betas: tuple[float, float], eps: float, *,
+                 all_active: bool | None = None) -> None:
     """One Adam step (Kingma & Ba; torch.optim.Adam's formula) on the rows of ``flat`` (m, P) of active models.
 
     ``lr``: (m,) learning rate per model; ``active``: (m,) bool. Inactive models keep weights, moments
@@ -29,7 +30,9 @@ def adam_update(flat: torch.Tensor, grad: torch.Tensor, state: dict, lr: torch.T
     c1 = (1 - b1 ** t).to(flat.dtype)[:, None]                                # bias corrections (m, 1)
     c2 = (1 - b2 ** t).to(flat.dtype)[:, None]
     m1, m2 = state["m"], state["v"]
-    if bool(active.all()):   # in place, the same operations in the same order: the same bits, half the time
+    if all_active is None:
+        all_active = bool(active.all())
+    if all_active:   # in place, the same operations in the same order: the same bits, half the time
         m1.mul_(b1).add_(grad * (1 - b1))
         m2.mul_(b2).add_(grad.mul(1 - b2).mul_(grad))
         flat.sub_(((lr[:, None] / c1) * m1).div_(_sqrt(m2).div_(c2.sqrt()).add_(eps)))

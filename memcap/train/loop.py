@@ -14,6 +14,7 @@ from memcap._checks import listed, positive_int
 from memcap._resolve import randint
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
+from memcap.train.checkpoint import Checkpoint, active as active_checkpoint
 from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, compiles_well, use_compile
 from memcap.train.config import TrainConfig
 from memcap.train.memory import keep_freed_memory
@@ -73,20 +74,39 @@ def _eager_gradient(stack: Stack, flat: torch.Tensor, idx: torch.Tensor, weight:
     return stack.gradient(loss.sum(), views, out)
 
 
+CHUNK = 256
+"""Steps whose learning rates and batch indices are drawn at once; a checkpoint is taken where a chunk begins."""
+
+
 def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.device, dtype: torch.dtype,
-                 keep_params: bool, compiled: bool = False, strict: bool = False) -> dict:
+                 keep_params: bool, compiled: bool = False, strict: bool = False,
+                 checkpoint: Checkpoint | None = None) -> dict:
     """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`).
 
     ``compiled``: the loss through ``memcap.train.compiled.compiled_stack_loss`` where the stack
     ``compiles_well`` (every stack with ``strict``); if its first call fails
     (compiling is done then), the stack trains eagerly with a ``CompileWarning``, or with ``strict`` the
-    error is raised. ``out['compiled']`` says which path ran."""
+    error is raised. ``out['compiled']`` says which path ran. ``checkpoint``: where the stack's result, and
+    its state every ``checkpoint.every`` seconds, are kept, and whence a stopped run goes on
+    (``memcap.train.checkpoint``).
+
+    A step reads nothing back from the device: which models are still training is known on the host
+    (each model's step count, and the early-stop flags read at each evaluation), so on a GPU the steps
+    between two evaluations are queued without waiting.
+    """
     stack = Stack(specs, dtype, device)
     loss_of = compiled_stack_loss() if compiled and (strict or compiles_well(specs, config.batch_size)) else None
     m = len(specs)
+    key = None
+    if checkpoint is not None:
+        key = checkpoint.key(specs, config, dtype, device, loss_of is not None, keep_params)
+        done = checkpoint.finished(key)
+        if done is not None:
+            return done
     counts = [int(c) for c in stack.counts.cpu()]
-    total = torch.tensor([config.steps_for(c) for c in counts], device=device)   # (m,) steps per model
-    max_steps = int(total.max())
+    totals = [config.steps_for(c) for c in counts]                             # steps per model, on the host
+    total = torch.tensor(totals, device=device)                               # (m,)
+    max_steps, min_steps = max(totals), min(totals)
     gens = [torch.Generator().manual_seed(10_007 * s.seed + 1) for s in specs]   # batches: own stream
     flat = stack.flat
     state = {"t": torch.zeros(m, dtype=torch.long, device=device),
@@ -97,33 +117,53 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     full = config.batch_size is None
     T_max = max(counts)
     history_steps, history_acc, history_loss = [], [], []
-    chunk = 256
+    first = 0
+    saved = checkpoint.state(key, tuple(flat.shape)) if checkpoint is not None else None
+    if saved is not None:   # go on from a stopped run: the same state, the same numbers from here on
+        with torch.no_grad():
+            flat.copy_(saved["flat"].to(device))
+        for name in ("t", "m", "v"):
+            state[name] = saved[name].to(device)
+        stopped, stop_step = saved["stopped"].to(device), saved["stop_step"].to(device)
+        history_steps, history_acc, history_loss = saved["history_steps"], saved["history_acc"], saved["history_loss"]
+        for g, g_state in zip(gens, saved["generators"]):
+            g.set_state(g_state)
+        first = int(saved["step"])
+        if not saved["compiled"]:
+            loss_of = None
+    any_stopped = bool(stopped.any())                                         # on the host from here on
     total_cpu = total.cpu().to(torch.float64)
     if full:
         idx = torch.arange(T_max, device=device).expand(m, -1)
         weight = (idx < stack.counts[:, None]).to(dtype)
     else:
         ones = torch.ones((m, config.batch_size), dtype=dtype, device=device)
-    for step in range(max_steps):
+    compiling = loss_of is not None   # the first compiled call compiles, and may fail
+    for step in range(first, max_steps):
         active = ~stopped & (step < total)
-        if not bool(active.any()):
-            break
         if not full:
             weight = ones
-        if step % chunk == 0:   # learning rates and batch indices for the next `chunk` steps
-            steps_ahead = torch.arange(step, step + chunk, dtype=torch.float64, device="cpu")[:, None]   # (chunk, 1)
+        if step % CHUNK == 0:   # learning rates and batch indices for the next CHUNK steps
+            if checkpoint is not None and step > first and checkpoint.due():
+                checkpoint.save_state(key, {
+                    "step": step, "flat": flat, "t": state["t"], "m": state["m"], "v": state["v"],
+                    "stopped": stopped, "stop_step": stop_step, "history_steps": history_steps,
+                    "history_acc": history_acc, "history_loss": history_loss,
+                    "generators": [g.get_state() for g in gens], "compiled": loss_of is not None})
+            steps_ahead = torch.arange(step, step + CHUNK, dtype=torch.float64, device="cpu")[:, None]   # (CHUNK, 1)
             lr_chunk = (config.lr * lr_factor(steps_ahead, total_cpu, schedule=config.schedule,
                                               warmup_fraction=config.warmup_fraction,
                                               start_factor=config.warmup_start_factor)).to(device, dtype)
             if not full:
-                idx_chunk = _batch_indices(gens, counts, chunk, config.batch_size).to(device)
+                idx_chunk = _batch_indices(gens, counts, CHUNK, config.batch_size).to(device)
         if not full:
-            idx = idx_chunk[step % chunk]
+            idx = idx_chunk[step % CHUNK]
         if loss_of is None:
             grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
-        elif step > 0:
+        elif not compiling:
             grad = torch.autograd.grad(loss_of(stack, flat, idx, weight).sum(), [flat])[0]
         else:   # the first call compiles (torch's compiler warns that parts of torch.jit it imports are deprecated)
+            compiling = False
             try:
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
@@ -131,13 +171,14 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
             except Exception as err:   # noqa: BLE001 - whatever failed, the eager step computes the same
                 if strict:
                     raise
-                first = str(err).splitlines()[0] if str(err) else ""
-                warnings.warn(f"torch.compile failed ({type(err).__name__}: {first}); this stack trains with the "
+                first_line = str(err).splitlines()[0] if str(err) else ""
+                warnings.warn(f"torch.compile failed ({type(err).__name__}: {first_line}); this stack trains with the "
                               "eager step (MEMCAP_COMPILE=never skips compiling)", CompileWarning, stacklevel=3)
                 loss_of = None
                 grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
         with torch.no_grad():
-            adam_update(flat, grad, state, lr_chunk[step % chunk], active, config.betas, config.eps)
+            adam_update(flat, grad, state, lr_chunk[step % CHUNK], active, config.betas, config.eps,
+                        all_active=not any_stopped and step < min_steps)
         if (step + 1) % config.eval_every == 0:
             eval_loss, correct = stack.evaluate(stack.views(flat))
             history_steps.append(step + 1)
@@ -147,6 +188,9 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                 newly = active & (correct == stack.counts)
                 stop_step[newly] = step + 1
                 stopped |= newly
+                any_stopped = bool(stopped.any())
+                if not any(not s and step + 1 < T for s, T in zip(stopped.tolist(), totals)):
+                    break   # every model stopped or done
     eval_loss, correct = stack.evaluate(stack.views(flat))
     accuracy = (correct.double() / stack.counts).cpu().numpy() if stack.classification else np.full(m, np.nan)
     result = {
@@ -160,6 +204,8 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     }
     if keep_params:
         result["params"] = [stack.unpadded(flat.detach(), i) for i in range(m)]
+    if checkpoint is not None:
+        checkpoint.save_finished(key, result)
     return result
 
 
@@ -224,14 +270,17 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
 
 
 def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, keep_params: bool = False,
-                 max_stack: int | None = None, compile: str | None = None) -> TrainResult:
+                 max_stack: int | None = None, compile: str | None = None,
+                 checkpoint: Checkpoint | None = None) -> TrainResult:
     """Train every model of ``specs`` and evaluate it on its full training set.
 
     Models are grouped by ``shape_key``; each group (zero-padded exactly, split where padding would
     waste much work, see ``split_group`` in ``memcap.train.loop``, and into stacks of at most ``max_stack``
     models, None: no limit) trains as one stacked tensor program. ``config`` defaults to :class:`TrainConfig` (). ``compile``:
     'auto', 'always' or 'never' (None: the environment variable ``MEMCAP_COMPILE``, else 'auto'), whether the
-    steps go through ``torch.compile``, see ``memcap.train.compiled``. Returns a :class:`TrainResult` in the
+    steps go through ``torch.compile``, see ``memcap.train.compiled``. ``checkpoint``: where finished stacks and
+    the running one's state are kept, so that a stopped run goes on where it was with the same numbers
+    (None: the one :func:`memcap.train.checkpoint.checkpointing` made active, if any). Returns a :class:`TrainResult` in the
     order of ``specs``.
     """
     mode = compile_mode(compile)
@@ -243,6 +292,9 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     if max_stack is not None:
         positive_int("max_stack", max_stack)
+    checkpoint = active_checkpoint() if checkpoint is None else checkpoint
+    if not isinstance(checkpoint, (Checkpoint, type(None))):
+        raise TypeError(f"checkpoint must be a memcap.train.checkpoint.Checkpoint or None, got {type(checkpoint).__name__}")
     device = pick_device(config.device)
     dtype = torch.float64 if config.dtype == "float64" else torch.float32
     compiled = use_compile(mode, device, config.steps)
@@ -263,7 +315,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
         for lo in range(0, len(group), size):
             part = group[lo:lo + size]
             out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
-                               strict=mode == "always")
+                               strict=mode == "always", checkpoint=checkpoint)
             for key in keys:
                 merged[key][part] = out[key]
             for e, s in enumerate(out["history_steps"]):
