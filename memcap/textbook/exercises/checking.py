@@ -26,6 +26,13 @@ what it returns is compared where the reference is (:func:`tensor_answer` and :f
 it there). A function that fails because it mixes devices (a tensor made on the CPU beside CUDA
 inputs, a CUDA tensor handed to NumPy) is told which device its inputs are on and what to move
 (:func:`call`).
+
+What is wrong with the *form* of an answer is said before anything is computed from it, in words about
+the answer (:func:`run_check`): a NaN or an infinity in a value (``ratios holds NaN at ratios[16]``) or in
+what an answer function returns (``your function returned inf at [2, 0]``), an answer wrapped in one
+container too many (``width is a list of one``: said when the answer without its lists of one passes),
+a wrong length (:func:`numbers_by_key`, :func:`entries`), shape (:func:`tensor_answer`) or type
+(:func:`number`, :func:`call`). The catch-all "could not be checked" is left for bugs in a checker.
 """
 from __future__ import annotations
 
@@ -42,8 +49,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
-__all__ = ["Checker", "Failure", "Result", "call", "case", "case_device", "checker", "close", "expect", "fail",
-           "numbers_by_key", "on_device", "registry", "run_check", "tensor_answer", "to_case_device"]
+__all__ = ["Checker", "Failure", "Result", "call", "case", "case_device", "checker", "close", "entries", "expect",
+           "fail", "number", "numbers_by_key", "on_device", "registry", "run_check", "tensor_answer",
+           "to_case_device"]
 
 _REGISTRY: dict[str, "Checker"] = {}
 
@@ -271,11 +279,21 @@ def _wrap(text: str) -> str:
                          break_on_hyphens=False)
 
 
+class _NotGiven:
+    """The default of ``expected`` and ``got``: nothing to print (None is a value a student may give)."""
+
+    def __repr__(self) -> str:
+        return "not given"
+
+
+_NOT_GIVEN: Any = _NotGiven()
+
+
 def _shown(expected: Any, got: Any) -> tuple[str, str]:
     """How ``expected`` and ``got`` are printed; never the same text for both (a student who reads
     "expected: True / got: True" learns nothing): their types are added, then full precision."""
     texts = [v if isinstance(v, str) else _show(v) for v in (expected, got)]
-    if expected is None or got is None or texts[0] != texts[1]:
+    if expected is _NOT_GIVEN or got is _NOT_GIVEN or texts[0] != texts[1]:
         return texts[0], texts[1]
     kinds = [type(v).__name__ for v in (expected, got)]
     if kinds[0] != kinds[1]:
@@ -286,40 +304,53 @@ def _shown(expected: Any, got: Any) -> tuple[str, str]:
     return texts[0], f"{texts[1]} (the same value, judged wrong for the reason above)"
 
 
-def fail(what: str, *, expected: Any = None, got: Any = None, hint: str | None = None) -> NoReturn:
+def fail(what: str, *, expected: Any = _NOT_GIVEN, got: Any = _NOT_GIVEN, hint: str | None = None) -> NoReturn:
     """Stop the check: the answer is wrong because of ``what``.
 
     ``expected`` and ``got`` are printed when given (``expected`` may be a sentence describing a
-    property), never as the same text; ``hint`` says how to get it right without giving the solution.
+    property; None is printed as None), never as the same text; ``hint`` says how to get it right
+    without giving the solution.
     """
+    raise Failure(_failure_text(what, expected, got, hint))
+
+
+def _failure_text(what: str, expected: Any = _NOT_GIVEN, got: Any = _NOT_GIVEN, hint: str | None = None) -> str:
+    """The message of :func:`fail`: the case, what is wrong, what was expected and given, the hint."""
     where = f"in {_current_case[-1]}: " if _current_case else ""
     lines = [_wrap(f"{where}{what}")]
     shown_expected, shown_got = _shown(expected, got)
-    if expected is not None:
+    if expected is not _NOT_GIVEN:
         lines.append(f"  expected: {shown_expected}")
-    if got is not None:
+    if got is not _NOT_GIVEN:
         lines.append(f"  got:      {shown_got}")
     if hint:
         lines.append(_wrap(f"hint: {hint}"))
-    raise Failure("\n".join(lines))
+    return "\n".join(lines)
 
 
-def expect(condition: bool, what: str, *, expected: Any = None, got: Any = None,
+def expect(condition: bool, what: str, *, expected: Any = _NOT_GIVEN, got: Any = _NOT_GIVEN,
            hint: str | None = None) -> None:
     """:func:`fail` with the same arguments unless ``condition`` holds."""
     if not condition:
         fail(what, expected=expected, got=got, hint=hint)
 
 
-def _number(value: Any, what: str) -> float:
+def number(value: Any, what: str, *, hint: str | None = None) -> float:
+    """The student's ``value`` as a float, or a failure saying that ``what`` should be a number and what it is.
+
+    A Python or NumPy number, a one-element tensor or a numeric string is a number; a bool is not (a
+    verdict where a count is expected). NaN and infinities are read as they are (:func:`close` refuses
+    them).
+    """
     if isinstance(value, bool):
-        fail(f"{what} should be a number, not a bool", got=value)
+        fail(f"{what} should be a number, not a bool", got=value, hint=hint)
     if isinstance(value, numbers.Real):
         return float(value)
     try:
         import torch
 
-        if isinstance(value, torch.Tensor) and value.numel() == 1:
+        if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex() \
+                and value.dtype != torch.bool:
             return float(value.item())
     except ImportError:  # pragma: no cover
         pass
@@ -328,7 +359,71 @@ def _number(value: Any, what: str) -> float:
             return float(value)
         except ValueError:
             pass
-    fail(f"{what} should be a number", got=f"{type(value).__name__} {_show(value)}")
+    fail(f"{what} should be a number", got=f"{type(value).__name__} {_show(value)}", hint=hint)
+
+
+def _kind(x: Any) -> str:
+    """How a number that is not finite is named: ``NaN``, ``inf`` or ``-inf``."""
+    x = complex(x)
+    if math.isnan(x.real) or math.isnan(x.imag):
+        return "NaN"
+    return "-inf" if x.real < 0 and not math.isinf(x.imag) else "inf"
+
+
+def _non_finite(value: Any, where: str = "", *, records: bool = False,
+                depth: int = 4) -> tuple[str, str, int] | None:
+    """The first number in ``value`` that is NaN or infinite: (``"NaN"``/``"inf"``/``"-inf"``, where it is,
+    how many entries of its tensor are not finite), or None.
+
+    ``where`` is a subscript after the answer's name (``[16]``, ``[0][2, 1]``, ``.W_K[0, 3, 1]``); lists,
+    tuples and dicts are searched, ``depth`` containers deep, and with ``records`` the fields of records
+    (dataclasses: the weights a function returns). Tensors on the ``meta`` device hold no values.
+    """
+    import torch
+
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Number):
+        try:
+            x = complex(value)
+        except (TypeError, ValueError, OverflowError):      # a SymPy number with free symbols, a huge int
+            return None
+        return None if math.isfinite(x.real) and math.isfinite(x.imag) else (_kind(x), where, 1)
+    if isinstance(value, torch.Tensor):
+        if value.is_meta or not (value.is_floating_point() or value.is_complex()):
+            return None
+        bad = ~torch.isfinite(value.detach())
+        count = int(bad.sum())
+        if not count:
+            return None
+        index = tuple(int(k) for k in bad.nonzero()[0])
+        at = f"[{', '.join(map(str, index))}]" if index else ""
+        return _kind(value.detach()[index].item()), where + at, count
+    if depth <= 0:
+        return None
+    if type(value) in (list, tuple):
+        items = [(v, f"{where}[{k}]") for k, v in enumerate(value)]
+    elif type(value) is dict:
+        items = [(v, f"{where}[{k!r}]") for k, v in value.items()]
+    elif records and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)]
+    else:
+        return None
+    for item, at in items:
+        found = _non_finite(item, at, records=records, depth=depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _non_finite_words(found: tuple[str, str, int], subject: str, whole: str) -> tuple[str, str]:
+    """The sentence saying that ``subject`` holds what :func:`_non_finite` ``found``, and a hint."""
+    kind, where, count = found
+    more = f" (and {count - 1} more entr{'ies' if count > 2 else 'y'} not finite)" if count > 1 else ""
+    what = f"{subject} {kind}" if not where else f"{subject} {kind} at {whole}{where}{more}"
+    hint = ("a NaN comes from 0/0, inf - inf, or a log or square root of a negative number" if kind == "NaN"
+            else "an infinity comes from a division by zero or an overflow (exp of a large number)")
+    return what, f"every number of a right answer is finite; {hint}"
 
 
 def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: float = 0.0,
@@ -338,10 +433,13 @@ def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: flo
     With ``reveal=False`` (numeric answers) the message does not print ``expected``: it says whether
     ``got`` is too large or too small, and by which factor.
     """
-    value = _number(got, what)
+    value = number(got, what, hint=hint)
     if math.isfinite(value) and abs(value - expected) <= max(atol, rtol * abs(expected)):
         return
-    if reveal or not math.isfinite(value):
+    if not math.isfinite(value):           # never the expected number: a NaN tells nothing about the value
+        fail(f"{what} is {_kind(value)}, not a finite number", got=value,
+             hint=_non_finite_words((_kind(value), "", 1), "", "")[1])
+    if reveal:
         fail(f"{what} is not right", expected=expected, got=value, hint=hint)
     if expected and value and value / expected > 0:
         factor = max(value / expected, expected / value)
@@ -379,8 +477,29 @@ def tensor_answer(value: Any, shape: Sequence[int], what: str, *, device: Any = 
             and sum(k != 1 for k in value.shape) <= 1:
         value = value.reshape(shape)
     if tuple(value.shape) != shape:
+        if tuple(value.shape) == (1, *shape):
+            fail(f"{what} has an extra leading dimension of size 1 (a list of one?): give the tensor "
+                 f"itself, of shape {shape}", expected=shape, got=tuple(value.shape), hint=hint)
         fail(f"{what} should have shape {shape}", expected=shape, got=tuple(value.shape), hint=hint)
+    found = _non_finite(value)
+    if found is not None:
+        sentence, why = _non_finite_words(found, "holds", "index ")
+        fail(f"{what} {sentence}", hint=why)
     return value.detach().to(device=target, dtype=torch.float64)
+
+
+def entries(answer: Any, count: int, what: str, *, hint: str | None = None) -> list[Any]:
+    """``answer`` as a list of ``count`` entries (a list, a tuple, a 1-D tensor or array), or a failure that
+    says what it should be and how many entries it has."""
+    if isinstance(answer, (str, bytes, Mapping)) or not (isinstance(answer, Sequence) or hasattr(answer, "tolist")):
+        fail(f"{what} should be a list or tuple of {count} entries", got=f"{type(answer).__name__} {_show(answer)}",
+             hint=hint)
+    values = answer.tolist() if hasattr(answer, "tolist") else list(answer)
+    if not isinstance(values, list):                # a 0-d tensor or array: one number
+        fail(f"{what} should be a list or tuple of {count} entries", got=f"one number {_show(values)}", hint=hint)
+    expect(len(values) == count, f"{what} should have {count} entr{'ies' if count != 1 else 'y'}",
+           got=f"{len(values)} entr{'ies' if len(values) != 1 else 'y'}", hint=hint)
+    return values
 
 
 def numbers_by_key(answer: Any, keys: Sequence[Any], what: str) -> dict[Any, Any]:
@@ -392,10 +511,11 @@ def numbers_by_key(answer: Any, keys: Sequence[Any], what: str) -> dict[Any, Any
         expect(not missing and not extra, f"{what} should have one entry for each of {list(keys)}",
                got=f"keys {sorted(given, key=str)}")
         return {k: given[k] for k in keys}
-    if isinstance(answer, Sequence) and not isinstance(answer, str) or hasattr(answer, "tolist"):
-        values = answer.tolist() if hasattr(answer, "tolist") else list(answer)
+    values = answer.tolist() if hasattr(answer, "tolist") else answer
+    if isinstance(values, Sequence) and not isinstance(values, (str, bytes)):
+        values = list(values)
         expect(len(values) == len(keys), f"{what} should have {len(keys)} entries, one for each of "
-               f"{list(keys)}", got=f"{len(values)} entries")
+               f"{list(keys)}", got=f"{len(values)} entr{'ies' if len(values) != 1 else 'y'}")
         return dict(zip(keys, values))
     fail(f"{what} should be a dict keyed by {list(keys)} (or a list in that order)",
          got=f"{type(answer).__name__} {_show(answer)}")
@@ -406,7 +526,8 @@ def call(function: Any, *args: Any, name: str = "your function", hint: str | Non
     """Call the student's ``function``; an exception it raises becomes a failure naming the case
     (with ``hint``, if given). When it failed by mixing devices, the hint says instead which device
     its inputs are on and what to move (``device=contexts.device``, ``.cpu()`` before NumPy)."""
-    expect(callable(function), f"{name} should be a function", got=type(function).__name__)
+    expect(callable(function), "your answer should be a function" if name == "your function"
+           else f"{name} should be a function", got=type(function).__name__)
     try:
         return function(*args, **kwargs)
     except Failure:
@@ -418,10 +539,11 @@ def call(function: Any, *args: Any, name: str = "your function", hint: str | Non
 
 # --- running a checker ----------------------------------------------------------------------------
 
-def _natural(value: Any) -> Any:
+def _natural(value: Any, returned: Callable[[Any, Any], Any] | None = None) -> Any:
     """``value`` with NumPy's types read as the ones checkers compare: an array as a tensor (0-d: a
     Python number), a NumPy scalar as a Python ``bool``/``int``/``float``; inside dicts, lists and
-    tuples too, and in what an answer function returns. Everything else is returned unchanged."""
+    tuples too, and in what an answer function returns, which ``returned(function, result)`` then reads
+    (when given). Everything else is returned unchanged."""
     np = sys.modules.get("numpy")   # an answer holds NumPy objects only if NumPy was imported
     if np is not None and isinstance(value, np.generic):
         return value.item()
@@ -434,25 +556,131 @@ def _natural(value: Any) -> Any:
 
         return torch.as_tensor(np.array(value), device="cpu")     # where NumPy's numbers are
     if type(value) is dict:
-        return {_natural(k): _natural(v) for k, v in value.items()}
+        return {_natural(k): _natural(v, returned) for k, v in value.items()}
     if type(value) in (list, tuple):
-        return type(value)(_natural(v) for v in value)
+        return type(value)(_natural(v, returned) for v in value)
     if inspect.isfunction(value) or inspect.ismethod(value) or isinstance(value, functools.partial):
         function = value
 
         @functools.wraps(function)
         def natural(*args: Any, **kwargs: Any) -> Any:
-            return _natural(function(*args, **kwargs))
+            result = _natural(function(*args, **kwargs))
+            return result if returned is None else returned(function, result)
 
         return natural
     return value
+
+
+def _one_element(value: Any, where: str = "", depth: int = 4) -> tuple[str, str] | None:
+    """Where ``value`` holds a list or tuple of one element (``("", "list")`` for ``value`` itself,
+    ``("[16]", "tuple")`` inside it), searching lists, tuples and dicts ``depth`` deep; None if nowhere."""
+    if type(value) in (list, tuple) and len(value) == 1:
+        return where, type(value).__name__
+    if depth <= 0:
+        return None
+    items = (enumerate(value) if type(value) in (list, tuple) else value.items() if type(value) is dict else ())
+    for k, item in items:
+        found = _one_element(item, f"{where}[{k!r}]", depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _unwrapped(value: Any) -> Any:
+    """``value`` with every list or tuple of one element replaced by the element (in lists, tuples, dicts)."""
+    while type(value) in (list, tuple) and len(value) == 1:
+        value = value[0]
+    if type(value) in (list, tuple):
+        return type(value)(_unwrapped(v) for v in value)
+    if type(value) is dict:
+        return {k: _unwrapped(v) for k, v in value.items()}
+    return value
+
+
+def _function_name(function: Any, name: str) -> str:
+    """How a message names the student's function: its own name, else the parameter it was given as."""
+    own = getattr(function, "__name__", "")
+    return f"your function {own}" if own.isidentifier() else f"your function ({name})"
+
+
+class _Intake:
+    """The student's answer, read for the checker: NumPy types as torch and Python ones (:func:`_natural`), and
+    every answer function wrapped so that what it returns is refused when it holds NaN or an infinity. With
+    ``unwrap``, lists of one are replaced by their element, in the answer and in what its functions return;
+    without, the lists of one that the functions returned are noted in ``nested``."""
+
+    def __init__(self, unwrap: bool) -> None:
+        self.unwrap = unwrap
+        self.nested: list[str] = []
+
+    def value(self, value: Any, name: str) -> Any:
+        if self.unwrap:
+            value = _unwrapped(value)
+        return _natural(value, lambda function, result: self.returned(function, name, result))
+
+    def returned(self, function: Any, name: str, result: Any) -> Any:
+        who = _function_name(function, name)
+        if self.unwrap:
+            result = _unwrapped(result)
+        elif (found := _one_element(result)) is not None and not self.nested:
+            where, kind = found
+            inside = f" inside what it returned, at {where}" if where else ""
+            self.nested.append(f"{who} returned a {kind} of one{inside}: return the value itself, not the "
+                               f"value in a {kind}")
+        found = _non_finite(result, records=True)
+        if found is not None:
+            what, hint = _non_finite_words(found, "returned", "")
+            fail(f"{who} {what}", hint=hint)
+        return result
+
+
+def _answer_problem(named: list[tuple[str, Any]]) -> str | None:
+    """What is wrong with the form of the answer's values before any checking: a NaN or an infinity."""
+    for name, value in named:
+        found = _non_finite(_natural(value))
+        if found is not None:
+            what, hint = _non_finite_words(found, "holds", name)
+            return _failure_text(f"your answer {name} {what if found[1] else 'is ' + found[0]}", hint=hint)
+    return None
+
+
+def _nesting_problem(named: list[tuple[str, Any]], intake: _Intake) -> str | None:
+    """The first list of one in the answer's values, or in what its functions returned, in words."""
+    for name, value in named:
+        found = _one_element(value)
+        if found is not None:
+            where, kind = found
+            subject = f"your answer {name}" if not where else f"{name}{where} in your answer"
+            return _wrap(f"{subject} is a {kind} of one: give the value itself, not the value in a {kind}")
+    return _wrap(intake.nested[0]) if intake.nested else None
+
+
+def _run(entry: Checker, answer: tuple, named: dict, names: Sequence[str], intake: _Intake) -> Result:
+    """One run of ``entry``'s checker on the answer read by ``intake``."""
+    _cases_seen.clear()
+    _current_case.clear()
+    try:
+        entry.function(*(intake.value(v, n) for v, n in zip(answer, names)),
+                       **{k: intake.value(v, k) for k, v in named.items()})
+    except Failure as failure:
+        return Result(entry.label, False, str(failure))
+    except Exception as err:  # a bug in the checker: the intake and the helpers speak of the answer's form
+        where = f" in {_current_case[-1]}" if _current_case else ""
+        return Result(entry.label, False, f"your answer could not be checked{where}: {type(err).__name__}: "
+                                          f"{str(err)[:300]} (a bug in the checker: please report it)")
+    finally:
+        _current_case.clear()
+    count = len(_cases_seen)
+    return Result(entry.label, True, f"{count} case{'s' * (count != 1)}" if count else "all checks")
 
 
 def run_check(label: str, *answer: Any, **named: Any) -> Result:
     """Check ``answer`` against the checker of exercise ``label``; never raises, returns a :class:`Result`.
 
     ``label`` may also be given in a one-element list; the answer may use NumPy's types (arrays, scalars),
-    read as tensors and Python numbers, also in what an answer function returns.
+    read as tensors and Python numbers, also in what an answer function returns. A NaN or an infinity in
+    the answer, or in what an answer function returns, is refused before the checker judges the values;
+    an answer refused while it holds a list of one (``[3]`` for ``3``) that passes without it is told so.
     """
     checkers = registry()
     if isinstance(label, (list, tuple)) and len(label) == 1:
@@ -468,20 +696,25 @@ def run_check(label: str, *answer: Any, **named: Any) -> Result:
         return Result(str(label), False, f"there is no checker for {label!r}{guess}")
     entry = checkers[label]
     try:
-        inspect.signature(entry.function).bind(*answer, **named)
+        bound = inspect.signature(entry.function).bind(*answer, **named)
     except TypeError as err:
         return Result(label, False, f"wrong arguments ({err}); call it as {entry.call}")
-    _cases_seen.clear()
-    _current_case.clear()
-    try:
-        entry.function(*_natural(answer), **_natural(named))
-    except Failure as failure:
-        return Result(label, False, str(failure))
-    except Exception as err:  # the answer has a shape or type the checker cannot use
-        where = f" in {_current_case[-1]}" if _current_case else ""
-        return Result(label, False, f"your answer could not be checked{where}: {type(err).__name__}: "
-                                    f"{str(err)[:300]}")
-    finally:
-        _current_case.clear()
-    count = len(_cases_seen)
-    return Result(label, True, f"{count} case{'s' * (count != 1)}" if count else "all checks")
+    names = list(bound.arguments)[:len(answer)]
+    given = list(zip(names, answer)) + list(named.items())
+    problem = _answer_problem(given)
+    if problem is not None:
+        return Result(label, False, problem)
+    intake = _Intake(unwrap=False)
+    result = _run(entry, answer, named, names, intake)
+    if result.passed:
+        return result
+    nesting = _nesting_problem(given, intake)
+    if nesting is None:
+        return result
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from memcap.textbook.exercises import _Discard
+
+    with redirect_stdout(_Discard()), redirect_stderr(_Discard()):     # what it prints is shown once
+        unwrapped = _run(entry, answer, named, names, _Intake(unwrap=True))
+    return Result(label, False, nesting) if unwrapped.passed else result

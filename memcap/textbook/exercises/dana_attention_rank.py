@@ -16,12 +16,13 @@ NAMES = ("w", "a1", "a2", "y1", "y2")
 
 def _numeric(expr, what: str):
     """``expr`` (a SymPy expression in the symbols named w, a1, a2, y1, y2) as a float function of them."""
+    given = expr
     try:
         expr = sp.sympify(expr)
     except (sp.SympifyError, TypeError):
-        fail(f"{what} should be a SymPy expression", got=type(expr).__name__)
+        fail(f"{what} should be a SymPy expression", got=type(given).__name__)
     if not isinstance(expr, sp.Expr):
-        fail(f"{what} should be a SymPy expression", got=type(expr).__name__)
+        fail(f"{what} should be a SymPy expression", got=type(given).__name__)
     names = {s.name for s in expr.free_symbols}
     expect(names <= set(NAMES), f"{what} should be written with the symbols w, a1, a2, y1, y2 only",
            got=f"symbols {sorted(names)}",

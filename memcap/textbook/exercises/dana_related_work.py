@@ -34,9 +34,13 @@ def dana_closed_forms(names, accuracies):
     by H or a list in that order), to three significant digits."""
     expected = {name for name, entry in bounds.BOUNDS.items() if entry.citation.startswith(bounds.DANA)}
     with case("the closed forms from Dana et al."):
-        if isinstance(names, str) or not hasattr(names, "__iter__"):
+        if isinstance(names, (str, dict)) or not hasattr(names, "__iter__"):
             fail("names should be a list of the functions' names (strings)", got=type(names).__name__)
-        given = {str(n).strip("`") for n in names}
+        listed = [str(n).strip("`") for n in names]
+        given = set(listed)
+        twice = sorted({n for n in listed if listed.count(n) > 1})
+        expect(not twice, "names should list each closed form once",
+               got=f"{len(listed)} entries, {len(given)} different ({', '.join(twice)[:40]} more than once)")
         unknown = sorted(given - set(bounds.BOUNDS))
         expect(not unknown, "these are not names of closed forms in bounds.BOUNDS", got=", ".join(unknown)[:60])
         others = sorted(given - expected)
@@ -44,7 +48,7 @@ def dana_closed_forms(names, accuracies):
                hint="each entry of bounds.BOUNDS has a citation; keep those from bounds.DANA")
         missing = len(expected - given)
         expect(not missing, f"{missing} closed form{'s' * (missing != 1)} from Dana et al. "
-               f"{'are' if missing != 1 else 'is'} missing", got=f"{len(given)} names",
+               f"{'are' if missing != 1 else 'is'} missing", got=f"{len(given)} entries",
                hint="go through every entry of bounds.BOUNDS and keep those whose citation is bounds.DANA")
     given = numbers_by_key(accuracies, HEADS, "accuracies")
     for heads in HEADS:

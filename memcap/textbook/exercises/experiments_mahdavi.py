@@ -5,18 +5,11 @@ import math
 
 from memcap import bounds
 from memcap.experiments import mahdavi_common
-from memcap.textbook.exercises.checking import case, checker, close, expect, fail, numbers_by_key
+from memcap.textbook.exercises.checking import case, checker, close, entries, expect, fail, number, numbers_by_key
 from memcap.train import MHASpec
 
 CHAPTER = "book/experiments/mahdavi"
 SIZES = (10_000, 40_000)
-
-
-def _float(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 @checker("ex-mahdavi-experiments-2", CHAPTER)
@@ -29,7 +22,7 @@ def guarantee_at_paper_size(guaranteed, heads_needed):
     for T in SIZES:
         with case(f"accuracy guaranteed at T = {T}"):
             expected = mahdavi_common.theory_accuracy(60, 32, 64, T, 100)
-            value = _float(given[T])
+            value = number(given[T], f"guaranteed[{T}]")
             hint = ("K = H(r-1)+1 examples are memorized; each other example is right with "
                     "probability 1/C")
             if math.isclose(value, capacity / T, rel_tol=1e-6):
@@ -40,7 +33,7 @@ def guarantee_at_paper_size(guaranteed, heads_needed):
             close(value, expected, "the guaranteed accuracy", rtol=1e-3, hint=hint)
     with case("heads needed for all T = 10 000 examples"):
         needed = next(H for H in range(1, 10_000) if bounds.mha_capacity(H, 32, 64) >= 10_000)
-        value = _float(heads_needed)
+        value = number(heads_needed, "heads_needed")
         hint = "each head adds r - 1 = min(n, d_h) - 1 examples to the one of the first"
         if value == needed - 1:
             hint = "round up: with one head fewer, H(r-1)+1 is still below T"
@@ -54,8 +47,7 @@ def memorized_counts(specs, counts):
     """The training setup and the unit of the answer: three MHASpec with H = 1, 2, 4 on the same
     T = 150 examples (n = 8, d = 16, shared context, 100 classes, the same data seed), and the counts
     of memorized examples, one per spec, each a whole number between 0 and T (accuracy times T)."""
-    specs = list(specs)
-    expect(len(specs) == 3, "train one model for each of H = 1, 2, 4", got=f"{len(specs)} specs")
+    specs = entries(specs, 3, "specs", hint="train one model for each of H = 1, 2, 4")
     for spec, H in zip(specs, (1, 2, 4)):
         with case(f"the spec for H = {H}"):
             if not isinstance(spec, MHASpec):
@@ -67,13 +59,12 @@ def memorized_counts(specs, counts):
                        got=getattr(spec, field),
                        hint="the models must see the same examples: same T, n, d, classes and data "
                             "seed, only H changes")
-    counts = counts.tolist() if hasattr(counts, "tolist") else list(counts)
-    expect(len(counts) == 3, "give one count per model", got=f"{len(counts)} counts")
-    expect(not all(_float(c) <= 1 for c in counts), "these look like accuracies, not counts",
+    counts = entries(counts, 3, "counts", hint="give one count per model")
+    values = [number(c, f"counts[{k}]") for k, c in enumerate(counts)]
+    expect(not all(v <= 1 for v in values), "these look like accuracies, not counts",
            got=counts, hint="multiply each accuracy by the number of examples T")
-    for spec, count in zip(specs, counts):
+    for spec, count, value in zip(specs, counts, values):
         with case(f"the count for H = {spec.heads}"):
-            value = _float(count)
             expect(math.isfinite(value) and 0 <= value <= spec.examples,
                    f"a count of memorized examples lies between 0 and T = {spec.examples}",
                    got=count, hint="the accuracy is a fraction of the T examples")

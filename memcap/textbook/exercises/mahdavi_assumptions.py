@@ -12,6 +12,7 @@ from memcap.textbook.exercises.checking import (
     checker,
     close,
     expect,
+    number,
     numbers_by_key,
     tensor_answer,
     to_case_device,
@@ -37,9 +38,10 @@ def planted_fractions(fractions, rule_99, rule_999):
             hint = ("a k-subset is dependent exactly when it contains the four planted vectors: count "
                     "the subsets that do")
             close(value, _fraction(k), "the fraction of independent k-subsets", rtol=1e-9, hint=hint)
-    for threshold, value in ((0.99, rule_99), (0.999, rule_999)):
+    for threshold, value, name in ((0.99, rule_99, "rule_99"), (0.999, rule_999, "rule_999")):
         with case(f"the {threshold * 100:g} % rule"):
             expected = max(k for k in SIZES if _fraction(k) >= threshold)
+            number(value, f"{name}, a Kruskal rank,")
             expect(value in SIZES, f"the rule reports one of k = {list(SIZES)}", got=value)
             expect(value == expected, "that is not the Kruskal rank the rule reports", got=value,
                    hint="the rule reports the largest k whose fraction of independent k-subsets "

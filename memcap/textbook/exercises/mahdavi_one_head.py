@@ -52,7 +52,7 @@ def last_token_head(last_token_head):
             d = contexts.shape[-1]
             if not all(isinstance(w, torch.Tensor) and tuple(w.shape) == (d, dh) for w in (W_K, W_Q)):
                 fail("your function should return a head with W_K and W_Q of shape (d, d_h), as "
-                     "mahdavi.claim1_head does", got=type(head).__name__)
+                     "mahdavi.claim1_head does (a mahdavi.OneHead)", got=type(head).__name__)
             W_K, W_Q = (w[None].detach().to(device=contexts.device, dtype=torch.float64) for w in (W_K, W_Q))
             theta = models.mha_attention(W_K, W_Q, contexts, queries)[examples, 0]
             n = contexts.shape[1]

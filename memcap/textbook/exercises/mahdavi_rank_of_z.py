@@ -47,8 +47,8 @@ def induction_summary(step_summary):
         with case(description):
             answer = call(step_summary, to_case_device(kq))
             if not isinstance(answer, (tuple, list)) or len(answer) != 3:
-                fail("your function should return three things: the gains, the largest c and the "
-                     "smallest sigma_min", got=type(answer).__name__)
+                fail("your function should return three things (a tuple): the gains, the largest c and "
+                     "the smallest sigma_min", got=type(answer).__name__)
             gains, scale, sigma = answer
             heads = len(kq.steps)
             ranks = [linalg.rank(kq.step_features(h)) for h in range(1, heads + 1)]

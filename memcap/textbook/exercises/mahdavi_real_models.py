@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from memcap import linalg
-from memcap.textbook.exercises.checking import case, checker, close, expect, fail, numbers_by_key
+from memcap.textbook.exercises.checking import case, checker, close, expect, fail, number, numbers_by_key
 
 CHAPTER = "book/mahdavi/real_models"
 SETTINGS = {64: 1000, 512: 2000}     # n -> T
@@ -23,7 +23,7 @@ def duplicate_queries(both, noticed, pairs):
         with case(f"T = {T}, n = {n}"):
             expected = n * (n - 1) / (T * (T - 1))
             hint = "count the n-subsets that contain both: C(T-2, n-2) out of C(T, n)"
-            if math.isclose(float(fractions[n]), (n / T) ** 2, rel_tol=1e-9):
+            if math.isclose(number(fractions[n], f"both[{n}]"), (n / T) ** 2, rel_tol=1e-9):
                 hint = "the two draws are without replacement: n(n-1)/(T(T-1)), not (n/T)^2"
             close(fractions[n], expected, "the fraction", rtol=1e-6, hint=hint)
             expect(isinstance(verdicts[n], bool) or type(verdicts[n]).__name__ == "bool_",
@@ -33,7 +33,7 @@ def duplicate_queries(both, noticed, pairs):
                                          "independent")
     with case("windows sharing their start"):
         hint = "each of the C(T, 2) pairs shares its start with probability 1/L"
-        if math.isclose(float(pairs), 1000 ** 2 / 465_000, rel_tol=1e-9):
+        if math.isclose(number(pairs, "pairs"), 1000 ** 2 / 465_000, rel_tol=1e-9):
             hint = "count unordered pairs of distinct windows, C(T, 2)"
         close(pairs, math.comb(1000, 2) / 465_000, "the expected number of pairs", rtol=1e-6, hint=hint)
 
@@ -44,7 +44,8 @@ def small_vit_report(report):
     digits: contexts of n = 5 tokens of dimension 64, queries the [CLS] position; Assumption 1 fails and
     Assumption 3 holds."""
     if not isinstance(report, linalg.AssumptionReport):
-        fail("report should be what linalg.assumption_report returns", got=type(report).__name__)
+        fail("report should be what linalg.assumption_report returns (a linalg.AssumptionReport)",
+             got=type(report).__name__)
     with case("the data"):
         expect(report.context_size == 5, "the contexts should have n = 5 tokens", got=report.context_size,
                hint="an 8 x 8 digit has four 4 x 4 patches, plus the [CLS] token")

@@ -43,7 +43,7 @@ def zero_certificate(certificate, fit):
     residuals)."""
     with case("the certificate"):
         if not isinstance(certificate, ExactReLUBound):
-            fail("certificate should be what exact_relu_residual_bound returns",
+            fail("certificate should be what exact_relu_residual_bound returns (an ExactReLUBound)",
                  got=type(certificate).__name__)
         expect(certificate.squared == 0, "with T <= m(n+1)+1 the exact bound should be exactly zero",
                got=f"squared bound {certificate.squared}",
@@ -51,7 +51,7 @@ def zero_certificate(certificate, fit):
                     "subspaces W(D_1, ..., D_m) no longer reach every label vector")
     with case("the fit"):
         if not isinstance(fit, ReLUFit):
-            fail("fit should be what fit_relu returns", got=type(fit).__name__)
+            fail("fit should be what fit_relu returns (a ReLUFit)", got=type(fit).__name__)
         expect(fit.best.hidden == 2, "the network should have m = 2 hidden units", got=fit.best.hidden)
         width = fit.best.W_1.shape[0]
         expect(width == 9, "the network should read the flattened examples, of width (n+1)d = 9",

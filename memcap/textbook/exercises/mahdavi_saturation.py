@@ -6,7 +6,7 @@ import math
 import torch
 
 from memcap.construct import mahdavi
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, to_case_device
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, number, to_case_device
 
 CHAPTER = "book/mahdavi/saturation"
 CASES = (("g = 1e-3, delta = 1e-8", 1e-3, 1e-8), ("delta shrunk by 10^4", 1e-3, 1e-12),
@@ -21,12 +21,14 @@ def _scale(gap: float, delta: float, log=math.log) -> float:
 def scales_needed(base, small_delta, small_gap):
     """Lemma 4's scale c_delta for n = 32 and spread s = 5 in three cases: gap g = 1e-3 and
     delta = 1e-8; delta 10^4 times smaller; g ten times smaller."""
-    for (description, gap, delta), value in zip(CASES, (base, small_delta, small_gap)):
+    for (description, gap, delta), value, name in zip(CASES, (base, small_delta, small_gap),
+                                                      ("base", "small_delta", "small_gap")):
         with case(description):
             hint = "c_delta = (s + log(2(n - 1)/delta))/g"
-            if math.isclose(float(value), _scale(gap, delta, math.log10), rel_tol=1e-6):
+            given = number(value, name, hint=hint)
+            if math.isclose(given, _scale(gap, delta, math.log10), rel_tol=1e-6):
                 hint = "the bound 2(n - 1)exp(s - cg) uses the natural logarithm, not log10"
-            elif math.isclose(float(value), (5 + math.log(2 * 32 / delta)) / gap, rel_tol=1e-6):
+            elif math.isclose(given, (5 + math.log(2 * 32 / delta)) / gap, rel_tol=1e-6):
                 hint = "the winner is not counted: n - 1 tokens lose, not n"
             close(value, _scale(gap, delta), "c_delta", rtol=1e-6, hint=hint)
 

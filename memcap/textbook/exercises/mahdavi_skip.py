@@ -31,7 +31,8 @@ def shifted_label(y_prime):
     values = list(values)
     if len(values) in (1, 2) and all(isinstance(v, (list, tuple)) for v in values):   # a column or a row
         values = tensor_answer(values, (2,), "y'").tolist()
-    expect(len(values) == 2, "y' should have d_out = 2 entries", got=f"{len(values)} entries",
+    expect(len(values) == 2, "y' should have d_out = 2 entries",
+           got=f"{len(values)} entr{'ies' if len(values) != 1 else 'y'}",
            hint="W_D^T e keeps the first d_out coordinates of e")
     if [float(v) for v in values] == [1.5, -1.5]:
         fail("y' adds the skip term to y", got=values,

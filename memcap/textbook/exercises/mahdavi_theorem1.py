@@ -11,6 +11,7 @@ from memcap.textbook.exercises.checking import (
     close,
     expect,
     fail,
+    number,
     numbers_by_key,
     on_device,
     to_case_device,
@@ -32,6 +33,7 @@ def examples_per_parameter(ratios, best):
                   hint="divide Theorem 1's H(min(n, d_h) - 1) + 1 by the parameter count "
                        "2Hdd_h + Hdd_v + dd_out, with d_v = d_out = 1")
     with case("the most parameter-efficient d_h"):
+        number(best, "best, a head dimension,")
         expect(best in HEAD_DIMS, f"best should be one of {list(HEAD_DIMS)}", got=best)
         expect(best == 32, "that head dimension is not the most parameter-efficient one", got=best,
                hint="below n the ratio increases with d_h; beyond n the capacity stops growing while "

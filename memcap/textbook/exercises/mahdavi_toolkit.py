@@ -5,7 +5,17 @@ import sympy as sp
 import torch
 
 from memcap import linalg
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, tensor_answer, to_case_device
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    fail,
+    number,
+    tensor_answer,
+    to_case_device,
+)
 
 CHAPTER = "book/mahdavi/toolkit"
 
@@ -34,10 +44,17 @@ def shifted_identity(det_5, eigenvalues_5, lost_at):
     with case("the eigenvalues"):
         expect(isinstance(eigenvalues_5, dict), "the eigenvalues should be a dict {eigenvalue: "
                "multiplicity}", got=type(eigenvalues_5).__name__, hint="Matrix.eigenvals() gives one")
-        total = sum(int(k) for k in eigenvalues_5.values())
-        expect(total == 5, "the multiplicities should add up to n = 5", got=total)
+        counts = {ev: number(k, f"the multiplicity of {ev}") for ev, k in eigenvalues_5.items()}
+        expect(all(k.is_integer() and k >= 1 for k in counts.values()),
+               "each multiplicity should be a whole number >= 1", got=list(counts.values()))
+        total = int(sum(counts.values()))
+        expect(total == 5, "the multiplicities should add up to n = 5",
+               got=f"{total}, over {len(counts)} entr{'ies' if len(counts) != 1 else 'y'}")
         want = {sp.expand(1 + lam): 1, sp.Integer(1): 4}
-        got = {sp.expand(sp.sympify(ev)): int(k) for ev, k in eigenvalues_5.items()}
+        try:
+            got = {sp.expand(sp.sympify(ev)): int(k) for ev, k in counts.items()}
+        except (sp.SympifyError, TypeError, AttributeError):
+            fail("each eigenvalue should be a SymPy expression in lambda", got=list(eigenvalues_5))
         expect(got == want, "the eigenvalues or their multiplicities are not right",
                got=", ".join(f"{ev} (x{k})" for ev, k in got.items()),
                hint="the all-ones direction is stretched; the n - 1 directions orthogonal to it are "

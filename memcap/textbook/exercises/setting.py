@@ -60,8 +60,8 @@ def shared_context(shared_and_repeated):
         with case(description):
             answer = call(shared_and_repeated, *to_case_device(layer, context, queries))
             if not isinstance(answer, (tuple, list)) or len(answer) != 3:
-                fail("your function should return three tensors: shared outputs, repeated outputs, "
-                     "attention weights", got=type(answer).__name__)
+                fail("your function should return three tensors (a tuple): shared outputs, repeated "
+                     "outputs, attention weights", got=type(answer).__name__)
             shared, repeated, theta = answer
             T, n = queries.shape[0], context.shape[0]
             want = models.mha_forward(layer, context, queries)

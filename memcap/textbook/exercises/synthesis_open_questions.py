@@ -4,16 +4,9 @@ from __future__ import annotations
 import math
 
 from memcap import bounds
-from memcap.textbook.exercises.checking import case, checker, close, expect, numbers_by_key
+from memcap.textbook.exercises.checking import case, checker, close, expect, number, numbers_by_key
 
 CHAPTER = "book/synthesis/open_questions"
-
-
-def _float(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 @checker("ex-syn-open-2", CHAPTER)
@@ -21,10 +14,10 @@ def heads_for_all_sequences(heads_dim3, heads_dim1):
     """The smallest number of heads for which the count H d_h + d reaches all 4^3 = 64 sequences with
     d = 3, for heads of dimension d_h = 3 and d_h = 1."""
     T, d = 4 ** 3, 3
-    for given, dh in ((heads_dim3, 3), (heads_dim1, 1)):
+    for given, dh, name in ((heads_dim3, 3, "heads_dim3"), (heads_dim1, 1, "heads_dim1")):
         with case(f"d_h = {dh}"):
             expected = -(-(T - d) // dh)
-            value = _float(given)
+            value = number(given, name)
             hint = "the rank asked for is min(T, H d_h + d): solve H d_h + d >= T"
             if value == -(-T // dh):
                 hint = "the skip connection contributes d = 3 to the count: H d_h + d >= T"
@@ -44,7 +37,7 @@ def saturation_shares(shares):
     for H in range(1, 7):
         with case(f"H = {H}"):
             T = bounds.mha_capacity(H, n, 16)
-            value = _float(given[H])
+            value = number(given[H], f"shares[{H}]")
             expect(math.isfinite(value) and 0 <= value <= 1, "a share of pairs lies between 0 and 1",
                    got=given[H], hint="divide the number of saturated pairs by the H T pairs")
             pairs = value * H * T

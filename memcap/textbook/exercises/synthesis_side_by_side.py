@@ -4,17 +4,10 @@ from __future__ import annotations
 import math
 
 from memcap import bounds, synthesis
-from memcap.textbook.exercises.checking import call, case, checker, close, fail, numbers_by_key
+from memcap.textbook.exercises.checking import call, case, checker, close, fail, number, numbers_by_key
 
 CHAPTER = "book/synthesis/side_by_side"
 HEADS = (1, 8, 31)
-
-
-def _float(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 @checker("ex-syn-side-2", CHAPTER)
@@ -24,6 +17,7 @@ def parameters_per_example(mahdavi_cost, dana_cost):
     S = 2, d = d_h = 10), each count of parameters divided by the theorem's count of examples."""
     answers = {"Mahdavi et al.'s layer": numbers_by_key(mahdavi_cost, HEADS, "mahdavi_cost"),
                "Dana et al.'s AoT": numbers_by_key(dana_cost, HEADS, "dana_cost")}
+    names = {"Mahdavi et al.'s layer": "mahdavi_cost", "Dana et al.'s AoT": "dana_cost"}
     for H in HEADS:
         exact = {"Mahdavi et al.'s layer": (bounds.mha_param_count(H, 64, 64, 1, 1),
                                             bounds.mha_capacity(H, 32, 64)),
@@ -31,7 +25,7 @@ def parameters_per_example(mahdavi_cost, dana_cost):
                                        bounds.aot_capacity(H, 10, 10))}
         for model, (parameters, count) in exact.items():
             with case(f"{model}, H = {H}"):
-                value = _float(answers[model][H])
+                value = number(answers[model][H], f"{names[model]}[{H}]")
                 hint = "divide the model's parameter count by the number of examples its theorem guarantees"
                 if math.isclose(value, count / parameters, rel_tol=1e-6):
                     hint = "that is examples per parameter: divide the parameters by the count instead"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from memcap import bounds, synthesis
 from memcap.experiments.syn_efficiency import Row
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail
+from memcap.textbook.exercises.checking import call, case, checker, close, entries, expect, fail, number
 from memcap.train import AoTSpec
 
 CHAPTER = "book/synthesis/takeaways"
@@ -58,9 +58,9 @@ def _budget_fits():
 
 
 def _shape(answer, what):
-    values = list(answer) if isinstance(answer, (tuple, list)) else None
-    if values is None or len(values) != 3 or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                      or float(v).is_integer() for v in values):
+    values = entries(answer, 3, f"{what}, a triple of whole numbers (H, d_h, d),")
+    values = [number(v, f"{what}[{k}]") for k, v in enumerate(values)]
+    if not all(v.is_integer() for v in values):
         fail(f"{what} should be a triple of whole numbers (H, d_h, d)", got=answer)
     H, dh, d = (int(v) for v in values)
     expect(d in (4, 8), f"{what}: d should be 4 or 8", got=d)
