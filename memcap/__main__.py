@@ -81,6 +81,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """argparse type: a number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def _threads(text: str) -> int:
     """argparse type of ``--threads``: an integer from 1 to the machine's logical CPUs (torch overflows, or
     starts that many threads, on a larger one)."""
@@ -238,7 +249,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     progress = Progress(f"{args.experiment} ({profile})", args.progress)
     try:
-        report = run_sweep_report(args.experiment, job_list, executor=executor, cache=cache, progress=progress)
+        report = run_sweep_report(args.experiment, job_list, executor=executor, cache=cache, progress=progress,
+                                  checkpoint_every=args.checkpoint_every if args.checkpoint_every > 0 else float("inf"))
     except KeyboardInterrupt as stop:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not break the clean-up
         progress.close()
@@ -401,6 +413,9 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                                                        "local cluster)")
     sweep.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
     sweep.add_argument("--compile", choices=COMPILE_MODES, default=None, help=compile_help)
+    sweep.add_argument("--checkpoint-every", type=_seconds, default=60.0, metavar="SECONDS",
+                       help="save a running job's training state this often, beside its cache entry, so that a "
+                            "sweep stopped mid-job goes on from there when run again (default 60; 0: no checkpoints)")
     sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show a progress bar on stderr (default: only when stderr is a terminal)")
     threads(sweep)

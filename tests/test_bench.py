@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from memcap import experiments
 from memcap.experiments import bench
-from memcap.train import AoTSpec, MHASpec, TrainConfig
+from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict
 from memcap.train.authors import train_like_authors
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -31,6 +32,16 @@ def test_paper_workloads_are_the_first_paper_jobs_without_early_stop():
     assert not config.early_stop and config.epochs is None
     specs, config = bench.workload("mahdavi_fig2a")
     assert len(specs) == 8 and specs[0].dim == 64 and config.batch_size == 256
+    # the largest paper job of either paper, the workload that can fill a GPU
+    def work(job: dict) -> float:
+        specs, batch = [spec_from_dict(r) for r in job["specs"]], job["config"]["batch_size"]
+        return job["config"]["steps"] * sum(bench.flops_per_model_step(
+            s, batch or (s.T0 if isinstance(s, AoTSpec) else s.examples)) for s in specs)
+    largest = max((work(j), name) for name in experiments.EXPERIMENTS if name.startswith(("dana", "mahdavi"))
+                  for j in experiments.get(name).jobs("paper") if j["kind"] == "train")
+    assert largest[1] == "mahdavi_fig2c" and largest[0] > 7e14
+    specs, config = bench.workload("mahdavi_fig2c")
+    assert len(specs) == 12 and {s.heads for s in specs} == {30}
     with pytest.raises(ValueError, match="workload must be one of"):
         bench.workload("fig9")
 

@@ -210,3 +210,13 @@ def test_prune_removes_checkpoints_of_another_engine_version_only(tmp_path):
     assert statuses == {current.name: "checkpoint", old.name: "stale"}
     removed = cache.prune("exp")
     assert removed == [old / "abc.step.pt"] and not old.exists() and (current / "abc.step.pt").exists()
+
+
+def test_the_sweep_command_checks_its_checkpoint_interval(capsys):
+    from memcap.__main__ import main
+
+    for bad in ("-1", "soon", "inf"):
+        with pytest.raises(SystemExit) as stop:
+            main(["sweep", "dana_fig4", "--checkpoint-every", bad])
+        assert stop.value.code == 2
+        assert "--checkpoint-every: must be a number of seconds >= 0" in capsys.readouterr().err

@@ -230,7 +230,7 @@ def test_ctrl_c_keeps_finished_jobs_and_cancels_running_ones_at_once(tmp_path, e
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [
         "interrupted: dana_fig4: 2 jobs of 4 in the cache (2 finished in this run), 2 queued or running jobs "
-        "cancelled; run the same command again to continue"]
+        "cancelled; run the same command again to continue (a job that was running goes on from its last checkpoint)"]
     assert [cache.get("dana_fig4", j)["records"][0]["steps"] for j in quick] == [20, 20]
     assert [cache.lookup("dana_fig4", j).status for j in endless] == ["missing", "missing"]
     assert [status for status, *_ in cache.entries("dana_fig4")] == ["current", "current"]   # no partial file

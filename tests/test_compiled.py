@@ -3,6 +3,8 @@ eager step computes, and what happens where it cannot be used."""
 from __future__ import annotations
 
 import os
+import sys
+import types
 import warnings
 
 import numpy as np
@@ -34,6 +36,13 @@ def test_the_mode_is_the_argument_else_the_environment_else_auto(monkeypatch):
         train_models([AoTSpec(heads=1, head_dim=1, dim=1, vocab=2)], TrainConfig(steps=1), compile="fast")
 
 
+def test_a_gpu_compiles_only_when_asked_until_it_is_measured_there(monkeypatch):
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(compiled, "compile_blocker", lambda device: None)
+    assert not compiled.use_compile("auto", cuda, 10 ** 6)
+    assert compiled.use_compile("always", cuda, 1)
+
+
 def test_auto_compiles_long_jobs_on_a_cpu_that_can_and_always_says_why_it_cannot(monkeypatch):
     monkeypatch.setattr(compiled, "compile_blocker", lambda device: None)
     assert compiled.use_compile("auto", CPU, compiled.COMPILE_MIN_STEPS)
@@ -46,7 +55,11 @@ def test_auto_compiles_long_jobs_on_a_cpu_that_can_and_always_says_why_it_cannot
 
 
 def test_what_blocks_compiling_is_named(monkeypatch):
-    assert "CPU only" in compiled.compile_blocker(torch.device("cuda"))
+    assert "CPU and CUDA only" in compiled.compile_blocker(torch.device("mps"))
+    monkeypatch.setitem(sys.modules, "triton", None)   # import triton fails
+    assert "through Triton, which this environment lacks" in compiled.compile_blocker(torch.device("cuda"))
+    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))
+    assert compiled.compile_blocker(torch.device("cuda")) is None
     monkeypatch.setattr(compiled.shutil, "which", lambda name: None)
     monkeypatch.delenv("CXX", raising=False)
     assert "no C++ compiler found" in compiled.compile_blocker(CPU)
@@ -87,7 +100,7 @@ def test_a_failed_compilation_falls_back_to_the_eager_step_with_a_warning(monkey
 
     aot, _, config = _two_stacks()
     monkeypatch.setattr(loop, "use_compile", lambda mode, device, steps: mode != "never")
-    monkeypatch.setattr(loop, "compiled_stack_loss", lambda: broken)
+    monkeypatch.setattr(loop, "compiled_stack_loss", lambda device_type="cpu": broken)
     with pytest.warns(CompileWarning, match="omp.h not found"):
         fell_back = train_models(aot, config, compile="auto", keep_params=True)
     eager = train_models(aot, config, compile="never", keep_params=True)

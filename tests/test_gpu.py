@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -248,3 +249,48 @@ def test_the_float32_exceptions_name_cases():
     """A renamed or removed function cannot stay behind in the lists of exceptions."""
     assert set(COMPUTES_IN_FLOAT64) | set(REFUSES_FLOAT32) <= set(CASES)
     assert not set(COMPUTES_IN_FLOAT64) & set(REFUSES_FLOAT32)
+
+
+def _small_stacks() -> list:
+    from memcap.train import AoTSpec, MHASpec
+
+    return [MHASpec(heads=h, context_size=4, examples=12, dim=8, classes=3, seed=h) for h in (1, 2, 4)] + \
+        [AoTSpec(heads=h, head_dim=4, dim=4, vocab=4, seed=h) for h in (1, 3)]
+
+
+@pytest.mark.gpu
+def test_the_compiled_step_on_cuda_computes_what_the_eager_step_computes(gpu):
+    """``compile='always'`` on CUDA (Inductor's kernels replayed as CUDA graphs) against the eager step."""
+    from memcap.train import TrainConfig, compiled, train_models
+
+    if gpu.type != "cuda" or compiled.compile_blocker(gpu) is not None:
+        pytest.skip(f"no compiled step on {gpu.type}: {compiled.compile_blocker(gpu)}")
+    config = TrainConfig(steps=600, batch_size=8, lr=5e-3, eval_every=100, device=str(gpu))
+    eager = train_models(_small_stacks(), config, compile="never")
+    fast = train_models(_small_stacks(), config, compile="always")
+    assert fast.compiled.all() and not eager.compiled.any()
+    np.testing.assert_allclose(fast.history_loss, eager.history_loss, rtol=1e-3, atol=1e-6)
+    assert np.array_equal(fast.memorized, eager.memorized)
+
+
+@pytest.mark.gpu
+def test_training_steps_do_not_wait_for_the_gpu(gpu):
+    """Between two evaluations a step makes no host-device synchronisation (torch's sync debug mode counts
+    them): twice the steps, the same count."""
+    from memcap.train import TrainConfig, train_models
+
+    if gpu.type != "cuda":
+        pytest.skip("torch's synchronisation debug mode is CUDA's")
+
+    def syncs(steps: int) -> int:
+        config = TrainConfig(steps=steps, batch_size=8, eval_every=10 ** 6, device=str(gpu))
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                train_models(_small_stacks(), config, compile="never")
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return sum("synchroniz" in str(w.message) for w in caught)
+    few = syncs(256)
+    assert few > 0 and syncs(512) == few

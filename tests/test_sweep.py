@@ -82,7 +82,8 @@ def test_interrupted_sweep_resumes_and_loses_no_finished_job(tmp_path):
     assert ran == [0, 1, 2]
     assert (stop.value.total, stop.value.cached, stop.value.computed, stop.value.dropped) == (5, 0, 3, 2)
     assert stop.value.summary() == ("interrupted: exp: 3 jobs of 5 in the cache (3 finished in this run), "
-                                    "2 queued or running jobs cancelled; run the same command again to continue")
+                                    "2 queued or running jobs cancelled; run the same command again to continue "
+                                    "(a job that was running goes on from its last checkpoint)")
     rerun = []
 
     def counting(job):

@@ -42,10 +42,13 @@ SMALL_WORKLOADS = ("mha", "aot")
 """'mha': Mahdavi-style models (d = 16, n = 8, H = 1..8, T = 400, 100 classes, batch 128);
 'aot': Dana-style AoTs (N = 20, S = 2, d = d_h = 5, H = 1..8, batch 256). ``models`` of them."""
 
-PAPER_WORKLOADS = ("dana_fig1a", "dana_fig4", "mahdavi_fig2a")
+PAPER_WORKLOADS = ("dana_fig1a", "dana_fig4", "mahdavi_fig2a", "mahdavi_fig2c")
 """The first job of each experiment's paper profile, its own models and training recipe (steps cut to the
 benchmark's): dana_fig1a 7 AoTs (N = 50, d = d_h = 10, H = 1..31, batch 1024), dana_fig4 21 AoTs
-(N = 10, d = d_h = 2, H = 1..21), mahdavi_fig2a 8 models (d = 64, n = 32, H = 1..60, T = 10,000, batch 256)."""
+(N = 10, d = d_h = 2, H = 1..21), mahdavi_fig2a 8 models (d = 64, n = 32, H = 1..60, T = 10,000, batch 256),
+and mahdavi_fig2c, the largest job of either paper (by :func:`flops_per_model_step` times steps, 0.72 PFLOP
+of Mahdavi et al.'s 8.4): 12 models (d = 64, n = 32, H = 30, d_h = 10..64, T = 10,000, batch 256, 300,000
+steps), the workload big enough to show how much of a GPU the engine can use."""
 
 WORKLOADS = SMALL_WORKLOADS + PAPER_WORKLOADS
 """Every workload of :func:`run_bench`."""

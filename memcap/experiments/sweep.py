@@ -755,7 +755,8 @@ class SweepInterrupted(KeyboardInterrupt):
 
         return (f"interrupted: {self.experiment}: {count_noun(stored, 'job')} of {self.total} in the cache "
                 f"({self.computed} finished in this run), {count_noun(self.dropped, 'queued or running job')} "
-                f"cancelled; run the same command again to continue")
+                f"cancelled; run the same command again to continue (a job that was running goes on from its last "
+                "checkpoint)")
 
 
 def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = None,

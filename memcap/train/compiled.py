@@ -8,8 +8,10 @@ slower compiled, so those stacks stay eager (:func:`compiles_well`). The price i
 about 13 s the first time on that machine, about 3 s when Inductor's cache on disk already holds it, and
 nothing for a later stack of the same shapes in the same process. So the default, ``'auto'``, compiles
 only jobs of at least :data:`COMPILE_MIN_STEPS` steps (the papers' profiles; the book's quick profiles
-stay eager, as do their numbers), only on the CPU (the compiled path has not run on a GPU yet), and only
-where a C++ compiler is found. A compiled step gives the eager step's numbers up to float rounding
+stay eager, as do their numbers), only on the CPU, and only where a C++ compiler is found. On CUDA the
+compiled step (Inductor's Triton kernels, replayed as CUDA graphs: ``mode="reduce-overhead"``) is offered
+under 'always' only, until it has been measured there (``tests/gpu_check.sh`` times it beside the eager
+step and ``tests/test_gpu.py`` compares their numbers); 'auto' keeps a GPU eager. A compiled step gives the eager step's numbers up to float rounding
 (tests/test_compiled.py), so a compiled job's numbers differ from an eager run's in the last bits, as
 a GPU's do; the job's result says which path ran (``compiled``).
 
@@ -59,8 +61,14 @@ def compile_mode(mode: str | None = None) -> str:
 
 def compile_blocker(device: torch.device) -> str | None:
     """Why a stack cannot be compiled on ``device`` here, or None when it can."""
+    if device.type == "cuda":
+        try:
+            import triton  # noqa: F401  (Inductor's GPU kernels are Triton's)
+        except ImportError:
+            return "Inductor compiles for CUDA through Triton, which this environment lacks"
+        return None
     if device.type != "cpu":
-        return f"the compiled step runs on the CPU only (it has not been run on {device.type} yet)"
+        return f"the compiled step runs on the CPU and CUDA only (not on {device.type})"
     try:
         import torch._inductor.config as inductor
     except ImportError:   # pragma: no cover - part of every torch 2 wheel
@@ -87,7 +95,7 @@ def use_compile(mode: str | None, device: torch.device, steps: int) -> bool:
         if blocker is not None:
             raise RuntimeError(f"compile='always' cannot be honoured: {blocker}; use 'auto' or 'never'")
         return True
-    return blocker is None and steps >= COMPILE_MIN_STEPS
+    return blocker is None and steps >= COMPILE_MIN_STEPS and device.type == "cpu"   # a GPU: see the module
 
 
 NARROW = 3
@@ -118,7 +126,8 @@ def _stack_loss(stack, flat: torch.Tensor, idx: torch.Tensor, weight: torch.Tens
     return stack.losses(stack.views(flat), idx, weight, count_correct=False)[0]
 
 
-_COMPILED: Callable | None = None
+_COMPILED: dict[str, Callable] = {}
+"""The compiled :func:`_stack_loss` per device type."""
 
 
 def _thread_lock_for_tqdm() -> None:
@@ -134,11 +143,12 @@ def _thread_lock_for_tqdm() -> None:
         tqdm.set_lock(threading.RLock())
 
 
-def compiled_stack_loss() -> Callable:
+def compiled_stack_loss(device_type: str = "cpu") -> Callable:
     """:func:`_stack_loss` through ``torch.compile`` (static shapes: one graph per stack shape, reused by
-    every later stack of the same shapes; the dynamic-shape graphs were slower than eager here)."""
-    global _COMPILED
-    if _COMPILED is None:
+    every later stack of the same shapes; the dynamic-shape graphs were slower than eager here). On CUDA
+    (``device_type`` 'cuda') the graphs are replayed as CUDA graphs (``mode="reduce-overhead"``): one launch
+    where the eager step makes hundreds."""
+    if device_type not in _COMPILED:
         import torch._dynamo.config as dynamo
 
         # a sweep meets many stack shapes in one process: without this, dynamo would stop compiling
@@ -153,7 +163,8 @@ def compiled_stack_loss() -> Callable:
         # multiprocessing's resource tracker then reports on the user's terminal
         inductor.compile_threads = 1
         _thread_lock_for_tqdm()
+        options = {"mode": "reduce-overhead"} if device_type == "cuda" else {}
         with warnings.catch_warnings():   # importing the compiler touches parts of torch.jit it deprecates
             warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
-            _COMPILED = torch.compile(_stack_loss, dynamic=False)
-    return _COMPILED
+            _COMPILED[device_type] = torch.compile(_stack_loss, dynamic=False, **options)
+    return _COMPILED[device_type]

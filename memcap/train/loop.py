@@ -95,7 +95,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     between two evaluations are queued without waiting.
     """
     stack = Stack(specs, dtype, device)
-    loss_of = compiled_stack_loss() if compiled and (strict or compiles_well(specs, config.batch_size)) else None
+    loss_of = compiled_stack_loss(device.type) if compiled and (strict or compiles_well(specs, config.batch_size)) else None
     m = len(specs)
     key = None
     if checkpoint is not None:
@@ -161,6 +161,8 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
         if loss_of is None:
             grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
         elif not compiling:
+            if device.type == "cuda":   # a new step: the CUDA graphs' outputs of the last one may be reused
+                torch.compiler.cudagraph_mark_step_begin()
             grad = torch.autograd.grad(loss_of(stack, flat, idx, weight).sum(), [flat])[0]
         else:   # the first call compiles (torch's compiler warns that parts of torch.jit it imports are deprecated)
             compiling = False
