@@ -198,6 +198,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.train.capacity": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.checkpoint": "implementation of memcap.train: where train_models keeps a job's progress (a "
                                "folder and seconds, checked; tests/test_checkpoint.py)",
+    "memcap.train.graphs": "implementation of memcap.train: the mode of its CUDA graphs (a string, checked; "
+                           "tests/test_graphs.py) and the recordable step",
     "memcap.train.compiled": "the compile mode of memcap.train.train_models (a string, checked; "
                              "tests/test_compiled.py) and the compiled step behind it",
     "memcap.train.config": "implementation of memcap.train (its public names are memcap.train's __all__)",

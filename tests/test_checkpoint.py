@@ -16,9 +16,8 @@ import pytest
 import torch
 
 from memcap.experiments.sweep import ResultCache, run_sweep_report, train_job
-from memcap.train import AoTSpec, MHASpec, TrainConfig, train_models
+from memcap.train import AoTSpec, MHASpec, TrainConfig, adam, train_models
 from memcap.train.checkpoint import Checkpoint, CheckpointWarning, checkpointing
-from memcap.train import adam
 from memcap.train.loop import CHUNK
 from tests.device_sim import GPU, STAND_IN, SecondDevice, label
 
@@ -137,7 +136,8 @@ class DeviceReads(SecondDevice):
         return result
 
 
-def test_a_training_step_reads_nothing_back_from_the_device(monkeypatch):
+@pytest.mark.parametrize("graphs", ["never", "always"], ids=["eager step", "recordable step"])
+def test_a_training_step_reads_nothing_back_from_the_device(monkeypatch, graphs):
     """Between two evaluations the loop never waits for the device: twice the steps, the same reads of
     device values on the host (on a GPU each would stall the queue of kernels)."""
     monkeypatch.setenv("MEMCAP_DEVICE", str(STAND_IN))
@@ -146,7 +146,7 @@ def test_a_training_step_reads_nothing_back_from_the_device(monkeypatch):
     def reads(steps: int) -> int:
         config = TrainConfig(steps=steps, batch_size=8, eval_every=10 ** 6)
         with DeviceReads() as mode:
-            train_models(SPECS[:2], config, compile="never")
+            train_models(SPECS[:2], config, compile="never", cuda_graphs=graphs)
         return mode.reads
     few = reads(CHUNK)
     assert few > 0                                   # the counter sees the reads of setup and evaluation
@@ -188,6 +188,7 @@ def test_a_sweep_killed_mid_job_goes_on_from_its_checkpoint(tmp_path):
     assert done.returncode == 0, done.stderr
     resumed = json.loads(done.stdout.strip().splitlines()[-1])[0]
     assert resumed is not None and resumed["resumed_at_steps"] and resumed["resumed_at_steps"][0] > 0
+    assert resumed["earlier_seconds"] > 0
     assert not folder.exists()
     stored = cache.get("exp", jobs[0])
     with warnings.catch_warnings():

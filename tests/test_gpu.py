@@ -294,3 +294,19 @@ def test_training_steps_do_not_wait_for_the_gpu(gpu):
         return sum("synchroniz" in str(w.message) for w in caught)
     few = syncs(256)
     assert few > 0 and syncs(512) == few
+
+
+@pytest.mark.gpu
+def test_steps_recorded_as_cuda_graphs_give_the_eager_numbers(gpu):
+    """``cuda_graphs='always'``: each stack's step recorded once and replayed; the same kernels on the same data."""
+    from memcap.train import TrainConfig, train_models
+
+    if gpu.type != "cuda":
+        pytest.skip("CUDA graphs are CUDA's")
+    for config in (TrainConfig(steps=700, batch_size=8, lr=5e-3, eval_every=100, device=str(gpu)),
+                   TrainConfig(steps=300, lr=5e-3, eval_every=100, device=str(gpu))):
+        eager = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="never")
+        replayed = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="always")
+        np.testing.assert_allclose(replayed.history_loss, eager.history_loss, rtol=1e-5, atol=1e-7)
+        assert np.array_equal(replayed.stop_step, eager.stop_step)
+        assert np.array_equal(replayed.steps, eager.steps)

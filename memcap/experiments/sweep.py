@@ -187,7 +187,8 @@ def run_recorded(fn: Callable[[dict], dict], job: dict, checkpoint: str | None =
 
     ``checkpoint``: a folder where the job's training keeps its progress (``memcap.train.checkpoint``), every
     ``checkpoint_every`` seconds (None: the default); a job that goes on from there says so in its manifest
-    (``resumed``: stacks read back finished, and the steps at which stopped stacks went on).
+    (``resumed``: stacks read back finished, the steps at which stopped stacks went on, and the training
+    time those had had before: ``wall_seconds`` counts this run only).
     """
     env = environment(job)
     start = time.perf_counter()
@@ -200,7 +201,8 @@ def run_recorded(fn: Callable[[dict], dict], job: dict, checkpoint: str | None =
         with checkpointing(checkpoint, every) as kept:
             result = fn(job)
         if kept.restored or kept.resumed:
-            env["resumed"] = {"stacks_restored": kept.restored, "resumed_at_steps": kept.resumed}
+            env["resumed"] = {"stacks_restored": kept.restored, "resumed_at_steps": kept.resumed,
+                              "earlier_seconds": round(kept.earlier_seconds, 3)}
     env["wall_seconds"] = round(time.perf_counter() - start, 3)
     env["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return result, env

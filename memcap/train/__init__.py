@@ -42,7 +42,9 @@ module                          what it holds
 ``memcap.train.adam``           Adam on the rows of a stack, per-model rates and freezing
 ``memcap.train.memory``         the C heap keeps freed activations: no page faults per training step
 ``memcap.train.loop``           :func:`train_models`: stacks in, :class:`TrainResult` out
+``memcap.train.checkpoint``     a job's progress kept on disk, so a stopped job goes on with the same numbers
 ``memcap.train.compiled``       ``torch.compile`` for the step of long jobs on a CPU ('auto', 'always', 'never')
+``memcap.train.graphs``         the step recorded once as a CUDA graph and replayed (``MEMCAP_CUDA_GRAPHS``)
 ``memcap.train.partition``      AoTs cut into stacks on a CPU where padding costs more than a stack
 ``memcap.train.capacity``       :func:`capacity_search`: the largest memorized training set
 ``memcap.train.inspection``     :func:`trained_attention`: attention of a trained model

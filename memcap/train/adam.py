@@ -25,7 +25,7 @@ def adam_update(flat: torch.Tensor, grad: torch.Tensor, state: dict, lr: torch.T
     """
     b1, b2 = betas
     on = active[:, None]                                                      # (m, 1)
-    state["t"] = state["t"] + active.long()                                   # (m,) updates applied
+    state["t"].add_(active.long())                                            # (m,) updates applied, in place
     t = state["t"].to(torch.float64).clamp(min=1)
     c1 = (1 - b1 ** t).to(flat.dtype)[:, None]                                # bias corrections (m, 1)
     c2 = (1 - b2 ** t).to(flat.dtype)[:, None]

@@ -49,7 +49,7 @@ class CheckpointWarning(UserWarning):
 def _to_torch(value):
     """``value`` with NumPy arrays as tensors, for ``torch.save`` (``torch.load(weights_only=True)`` reads it)."""
     if isinstance(value, np.ndarray):
-        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value))}
+        return {"__ndarray__": torch.as_tensor(np.ascontiguousarray(value), device="cpu")}
     if isinstance(value, dict):
         return {k: _to_torch(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -63,7 +63,7 @@ def _from_torch(value):
     """The inverse of :func:`_to_torch`."""
     if isinstance(value, dict):
         if set(value) == {"__ndarray__"}:
-            return value["__ndarray__"].numpy()
+            return value["__ndarray__"].cpu().numpy()
         return {k: _from_torch(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_from_torch(v) for v in value]
@@ -75,7 +75,8 @@ class Checkpoint:
 
     ``folder``: created on the first save; ``every``: seconds between two saves of a running stack's state
     (0: at every chunk boundary, for tests). ``restored`` counts stacks whose finished result was read,
-    ``resumed`` lists the steps at which stacks went on from a saved state, in this process.
+    ``resumed`` lists the steps at which stacks went on from a saved state, in this process, and
+    ``earlier_seconds`` is the training time those stacks had had in the runs before.
     """
 
     def __init__(self, folder: str | os.PathLike, every: float = CHECKPOINT_SECONDS) -> None:
@@ -87,6 +88,7 @@ class Checkpoint:
         self.every = float(every)
         self.restored = 0
         self.resumed: list[int] = []
+        self.earlier_seconds = 0.0
         self.saves = 0
         self._last = time.monotonic()
 
@@ -130,6 +132,7 @@ class Checkpoint:
         found = self._read(self._path(key, "done"))
         if found is not None:
             self.restored += 1
+            self.earlier_seconds += float(found.get("seconds", 0.0))
         return found
 
     def save_finished(self, key: str, result: dict) -> None:
@@ -153,6 +156,7 @@ class Checkpoint:
                           f"the stack has {tuple(shape)}; ignoring it", CheckpointWarning, stacklevel=2)
             return None
         self.resumed.append(int(found["step"]))
+        self.earlier_seconds += float(found.get("seconds", 0.0))
         return found
 
     def save_state(self, key: str, state: dict) -> None:

@@ -14,9 +14,11 @@ from memcap._checks import listed, positive_int
 from memcap._resolve import randint
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
-from memcap.train.checkpoint import Checkpoint, active as active_checkpoint
+from memcap.train.checkpoint import Checkpoint
+from memcap.train.checkpoint import active as active_checkpoint
 from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, compiles_well, use_compile
 from memcap.train.config import TrainConfig
+from memcap.train.graphs import StaticStep, graph_mode
 from memcap.train.memory import keep_freed_memory
 from memcap.train.partition import cheapest_cut
 from memcap.train.schedule import lr_factor
@@ -80,7 +82,7 @@ CHUNK = 256
 
 def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.device, dtype: torch.dtype,
                  keep_params: bool, compiled: bool = False, strict: bool = False,
-                 checkpoint: Checkpoint | None = None) -> dict:
+                 checkpoint: Checkpoint | None = None, graphs: bool = False) -> dict:
     """Train one stack (models of one :meth:`shape_key`); returns per-model arrays (see :class:`TrainResult`).
 
     ``compiled``: the loss through ``memcap.train.compiled.compiled_stack_loss`` where the stack
@@ -88,12 +90,14 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     (compiling is done then), the stack trains eagerly with a ``CompileWarning``, or with ``strict`` the
     error is raised. ``out['compiled']`` says which path ran. ``checkpoint``: where the stack's result, and
     its state every ``checkpoint.every`` seconds, are kept, and whence a stopped run goes on
-    (``memcap.train.checkpoint``).
+    (``memcap.train.checkpoint``). ``graphs``: the eager step through ``memcap.train.graphs.StaticStep``
+    (recorded as CUDA graphs on CUDA; not with ``compiled``).
 
     A step reads nothing back from the device: which models are still training is known on the host
     (each model's step count, and the early-stop flags read at each evaluation), so on a GPU the steps
     between two evaluations are queued without waiting.
     """
+    began = time.perf_counter()
     stack = Stack(specs, dtype, device)
     loss_of = compiled_stack_loss(device.type) if compiled and (strict or compiles_well(specs, config.batch_size)) else None
     m = len(specs)
@@ -129,6 +133,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
         for g, g_state in zip(gens, saved["generators"]):
             g.set_state(g_state)
         first = int(saved["step"])
+        began -= float(saved.get("seconds", 0.0))   # the stack's training time counts its earlier runs
         if not saved["compiled"]:
             loss_of = None
     any_stopped = bool(stopped.any())                                         # on the host from here on
@@ -139,6 +144,18 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     else:
         ones = torch.ones((m, config.batch_size), dtype=dtype, device=device)
     compiling = loss_of is not None   # the first compiled call compiles, and may fail
+    static_step = None
+    if graphs and loss_of is None:
+        def body(idx_s: torch.Tensor, lr_s: torch.Tensor, active_s: torch.Tensor, all_active: bool) -> None:
+            grad = _eager_gradient(stack, flat, idx_s, weight, grad_buffer)
+            with torch.no_grad():
+                adam_update(flat, grad, state, lr_s, active_s, config.betas, config.eps, all_active=all_active)
+        if not full:
+            weight = ones
+        static_step = StaticStep(body, idx if full else torch.zeros((m, config.batch_size), dtype=torch.long,
+                                                                     device=device),
+                                 torch.zeros(m, dtype=dtype, device=device), torch.zeros(m, dtype=torch.bool, device=device),
+                                 [flat, state["t"], state["m"], state["v"], grad_buffer])
     for step in range(first, max_steps):
         active = ~stopped & (step < total)
         if not full:
@@ -149,7 +166,8 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                     "step": step, "flat": flat, "t": state["t"], "m": state["m"], "v": state["v"],
                     "stopped": stopped, "stop_step": stop_step, "history_steps": history_steps,
                     "history_acc": history_acc, "history_loss": history_loss,
-                    "generators": [g.get_state() for g in gens], "compiled": loss_of is not None})
+                    "generators": [g.get_state() for g in gens], "compiled": loss_of is not None,
+                    "seconds": time.perf_counter() - began})
             steps_ahead = torch.arange(step, step + CHUNK, dtype=torch.float64, device="cpu")[:, None]   # (CHUNK, 1)
             lr_chunk = (config.lr * lr_factor(steps_ahead, total_cpu, schedule=config.schedule,
                                               warmup_fraction=config.warmup_fraction,
@@ -158,7 +176,9 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                 idx_chunk = _batch_indices(gens, counts, CHUNK, config.batch_size).to(device)
         if not full:
             idx = idx_chunk[step % CHUNK]
-        if loss_of is None:
+        if static_step is not None:
+            static_step(idx, lr_chunk[step % CHUNK], active, not any_stopped and step < min_steps)
+        elif loss_of is None:
             grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
         elif not compiling:
             if device.type == "cuda":   # a new step: the CUDA graphs' outputs of the last one may be reused
@@ -178,9 +198,10 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                               "eager step (MEMCAP_COMPILE=never skips compiling)", CompileWarning, stacklevel=3)
                 loss_of = None
                 grad = _eager_gradient(stack, flat, idx, weight, grad_buffer)
-        with torch.no_grad():
-            adam_update(flat, grad, state, lr_chunk[step % CHUNK], active, config.betas, config.eps,
-                        all_active=not any_stopped and step < min_steps)
+        if static_step is None:
+            with torch.no_grad():
+                adam_update(flat, grad, state, lr_chunk[step % CHUNK], active, config.betas, config.eps,
+                            all_active=not any_stopped and step < min_steps)
         if (step + 1) % config.eval_every == 0:
             eval_loss, correct = stack.evaluate(stack.views(flat))
             history_steps.append(step + 1)
@@ -207,7 +228,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     if keep_params:
         result["params"] = [stack.unpadded(flat.detach(), i) for i in range(m)]
     if checkpoint is not None:
-        checkpoint.save_finished(key, result)
+        checkpoint.save_finished(key, {**result, "seconds": time.perf_counter() - began})
     return result
 
 
@@ -273,7 +294,7 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
 
 def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, keep_params: bool = False,
                  max_stack: int | None = None, compile: str | None = None,
-                 checkpoint: Checkpoint | None = None) -> TrainResult:
+                 checkpoint: Checkpoint | None = None, cuda_graphs: str | None = None) -> TrainResult:
     """Train every model of ``specs`` and evaluate it on its full training set.
 
     Models are grouped by ``shape_key``; each group (zero-padded exactly, split where padding would
@@ -282,10 +303,13 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     'auto', 'always' or 'never' (None: the environment variable ``MEMCAP_COMPILE``, else 'auto'), whether the
     steps go through ``torch.compile``, see ``memcap.train.compiled``. ``checkpoint``: where finished stacks and
     the running one's state are kept, so that a stopped run goes on where it was with the same numbers
-    (None: the one :func:`memcap.train.checkpoint.checkpointing` made active, if any). Returns a :class:`TrainResult` in the
+    (None: the one :func:`memcap.train.checkpoint.checkpointing` made active, if any). ``cuda_graphs``:
+    'always' or 'never' (None: the environment variable ``MEMCAP_CUDA_GRAPHS``, else 'never'), whether the eager
+    steps are recorded as CUDA graphs on CUDA, see ``memcap.train.graphs``. Returns a :class:`TrainResult` in the
     order of ``specs``.
     """
     mode = compile_mode(compile)
+    graphs = graph_mode(cuda_graphs) == "always"
     specs = listed("specs", specs, "specs (MHASpec or AoTSpec)")
     if not specs:
         raise ValueError("specs must hold at least one model, got an empty list")
@@ -317,7 +341,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
         for lo in range(0, len(group), size):
             part = group[lo:lo + size]
             out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
-                               strict=mode == "always", checkpoint=checkpoint)
+                               strict=mode == "always", checkpoint=checkpoint, graphs=graphs)
             for key in keys:
                 merged[key][part] = out[key]
             for e, s in enumerate(out["history_steps"]):

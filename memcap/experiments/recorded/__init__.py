@@ -117,7 +117,8 @@ def from_cache(experiment: str, cache: str | os.PathLike | None = None, *, machi
         "experiment": experiment, "profile": "paper", "jobs": picked,
         "command": command or f"python -m memcap sweep {experiment} --profile paper", "machine": machine,
         "sweep_wall_seconds": None if wall_seconds is None else round(float(wall_seconds), 1),
-        "job_wall_seconds": [round(float(e.manifest["wall_seconds"]), 1) for e in entries],
+        "job_wall_seconds": [round(float(e.manifest["wall_seconds"]) + float((e.manifest.get("resumed") or {}).get(
+            "earlier_seconds", 0.0)), 1) for e in entries],   # resumed: + its stacks' earlier training time
         "dates": [e.manifest["date"] for e in entries],
         **{k: first.get(k) for k in ("memcap_version", "engine_version", "git_commit", "git_modified",
                                       "torch_version", "python_version", "device_name", "dtype")},
