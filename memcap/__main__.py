@@ -11,8 +11,8 @@
   stale, corrupt, missing; from which commit, device and date); ``--prune`` deletes stale, corrupt and
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
-* ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|all] [--device DEV]
-  [--repeats R] [--compile auto|always|never] [--json] [--threads N]``: stacked engine vs
+* ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|standard|large|all]
+  [--device DEV] [--repeats R] [--compile auto|always|never] [--json] [--threads N]``: stacked engine vs
   one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
 * ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
 * ``doctor [--device DEV] [--models K] [--steps S] [--no-bench] [--threads N]``: check the book's code path
@@ -311,9 +311,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from memcap.experiments.bench import PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench, run_bench
+    from memcap.experiments.bench import (LARGE_WORKLOADS, PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench,
+                                          run_bench)
 
-    groups = {"all": WORKLOADS, "small": SMALL_WORKLOADS, "paper": PAPER_WORKLOADS}
+    groups = {"all": WORKLOADS, "standard": SMALL_WORKLOADS + PAPER_WORKLOADS, "small": SMALL_WORKLOADS,
+              "paper": PAPER_WORKLOADS, "large": LARGE_WORKLOADS}
     workloads = groups.get(args.workload, (args.workload,))
     result = run_bench(workloads, models=args.models, steps=args.steps, authors_steps=args.authors_steps,
                        device=args.device, repeats=args.repeats, compile=args.compile)
@@ -430,8 +432,11 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     bench.add_argument("--models", type=_positive_int, default=16, help="models per workload (default 16)")
     bench.add_argument("--steps", type=_positive_int, default=200,
                        help="training steps per model in the engine, stacked and one at a time (default 200)")
-    bench.add_argument("--workload", default="all", choices=(*WORKLOADS, "small", "paper", "all"),
-                       help="one workload, 'small' (mha, aot), 'paper' (the papers' jobs) or 'all' (default)")
+    bench.add_argument("--workload", default="standard", choices=(*WORKLOADS, "small", "paper", "standard", "large",
+                                                                   "all"),
+                       help="one workload, 'small' (mha, aot), 'paper' (a job each of dana_fig1a, dana_fig4, "
+                            "mahdavi_fig2a), 'standard' (both: the default), 'large' (mahdavi_fig2c, the largest "
+                            "paper job, for a GPU) or 'all'")
     bench.add_argument("--authors-steps", type=_positive_int, default=None,
                        help="steps per model in the authors' recipes (default: steps // 10, at least 2)")
     bench.add_argument("--repeats", type=_positive_int, default=3,

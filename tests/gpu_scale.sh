@@ -4,7 +4,7 @@
 # 1. the engine's GPU tests: the compiled step and the CUDA-graph step against the eager one, steps that never
 #    wait for the GPU
 #    -> OUTDIR/gpu_scale_tests.log
-# 2. the bench on the paper workloads (mahdavi_fig2c, the largest job, included) -> OUTDIR/bench.json; then
+# 2. the bench on every workload (mahdavi_fig2c, the largest paper job, included) -> OUTDIR/bench.json; then
 #    the stacked step alone on dana_fig1a and mahdavi_fig2c: eager, recorded as CUDA graphs (cuda_graphs),
 #    and compiled (Inductor + CUDA graphs),
 #    timed as (400 steps - 100 steps) / 300 -> OUTDIR/stacked_modes.json
@@ -31,7 +31,7 @@ timeout 240 python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -k
   > "$out/gpu_scale_tests.log" 2>&1; echo "exit $?" >> "$out/gpu_scale_tests.log"
 tail -3 "$out/gpu_scale_tests.log"
 
-timeout 300 python3 -m memcap --threads 1 bench --device cuda --workload paper --steps 100 --authors-steps 10 \
+timeout 300 python3 -m memcap --threads 1 bench --device cuda --workload all --steps 100 --authors-steps 10 \
   --repeats 1 --compile never --json > "$out/bench.json" 2> "$out/bench.err"
 echo "bench (eager): exit $?"
 # the stacked step alone, eager and compiled (CUDA graphs), on the two workloads the bar names

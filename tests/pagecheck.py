@@ -136,6 +136,26 @@ _MEASURE = r"""() => {
             numbered: !!number, caption: fig ? short(fig.querySelector('figcaption')?.textContent) : ''};
   });
 
+  // numbers that a table cell breaks over two lines ("10 000" or "300–600" split at its space or dash);
+  // math is typeset by MathJax, which does not break inside inline math, so only text is read
+  const broken = [];
+  const group = '\\d+(?:[ ,\\u00a0\\u2009\\u202f]\\d{3})*(?:\\.\\d+)?';
+  const numberRe = new RegExp(`${group}(?:[\u2013-]\u2060?${group})?`, 'g');
+  for (const cell of art.querySelectorAll('td, th')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT, {acceptNode: n =>
+        n.parentElement.closest('mjx-container') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+    for (let node = walker.nextNode(); node && broken.length < 5; node = walker.nextNode()) {
+      for (const hit of node.data.matchAll(numberRe)) {
+        if (/^\d+$/.test(hit[0])) continue;   // a run of digits never breaks
+        const range = document.createRange();
+        range.setStart(node, hit.index);
+        range.setEnd(node, hit.index + hit[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.bottom)));
+        if (lines.size > 1) broken.push(hit[0].replace(/[\u00a0\u2009\u202f\u2060]/g, ' '));
+      }
+    }
+  }
+
   // ids
   const counts = {};
   document.querySelectorAll('[id]').forEach(e => { counts[e.id] = (counts[e.id] || 0) + 1; });
@@ -150,7 +170,7 @@ _MEASURE = r"""() => {
   const loud = [...art.querySelectorAll('span.pasted-text')].filter(e =>
       Number(getComputedStyle(e).fontWeight) > Number(getComputedStyle(e.parentElement).fontWeight))
       .map(e => short(e.textContent)).slice(0, 3);
-  return {raw, overflow, shrunk, hidden, loud, images, duplicates, titles, links,
+  return {raw, overflow, shrunk, hidden, loud, broken, images, duplicates, titles, links,
           hasMath: !!art.querySelector('span.math, div.math'),
           typeset: art.querySelectorAll('mjx-container').length,
           figureAsText: art.innerText.includes('<Figure size'),
@@ -241,6 +261,9 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
                 problems.append(f"display equation too wide for the desktop column (break it): {text!r}")
         if m["loud"]:
             problems.append(f"glued text bolder than its sentence: {m['loud']}")
+        if m["broken"]:
+            problems.append(f"table cells break numbers over two lines (join them with no-break spaces, "
+                            f"memcap.experiments.grid_tables.number and span): {m['broken']}")
         for box, cut, text in m["hidden"]:
             problems.append(f"math cut off by a box that hides overflow ({box}, {cut} px lost): {text!r}")
         if m["pageWidth"] > m["viewport"] + 1:

@@ -137,7 +137,7 @@ def test_auto_compiles_the_stacks_that_gain_and_leaves_narrow_busy_aot_stacks_ea
     mha = [MHASpec(heads=2, context_size=4, examples=12, dim=4, classes=3)]
     assert compiled.compiles_well(wide, 1024) and compiled.compiles_well(mha, 8)
     assert not compiled.compiles_well(narrow_busy, 1024) and compiled.compiles_well(narrow_small, 1024)
-    for name in bench.PAPER_WORKLOADS:
+    for name in bench.PAPER_WORKLOADS + bench.LARGE_WORKLOADS:
         specs, config = bench.workload(name)
         for group in group_by_shape(specs):
             for sub in split_group([specs[i] for i in group], config.batch_size, "cpu"):

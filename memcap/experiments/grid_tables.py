@@ -11,6 +11,18 @@ from types import ModuleType
 from typing import NamedTuple, Sequence
 
 NBSP = "\u00a0"                     # no line break after "Fig."
+THOUSANDS = "\u202f"                # narrow no-break space: "10 000" never breaks between its groups
+JOINER = "\u2060"                   # word joiner: "300–600" never breaks at its dash
+
+
+def number(n: int) -> str:
+    """``n`` with its thousands separated by narrow no-break spaces ('10 000'), for table cells on a phone."""
+    return f"{n:,}".replace(",", THOUSANDS)
+
+
+def span(low: int, high: int) -> str:
+    """'low–high' (or 'low' when equal), numbers by :func:`number`, never broken at the dash."""
+    return number(low) if low == high else f"{number(low)}{JOINER}–{JOINER}{number(high)}"
 
 DANA_SYMBOLS = {"vocab": "N", "dim": "d", "head_dim": "d_h", "heads": "H", "dims": "d = d_h", "seq_len": "S"}
 
@@ -52,8 +64,7 @@ def _arrow(paper, quick, fmt: str = "{:,}") -> str:
 def _sizes(grid: dict) -> str:
     """The range of the dataset sizes T of a Mahdavi grid (every field named '...examples...')."""
     ts = [t for k, v in grid.items() if "examples" in k for t in (v.values() if isinstance(v, dict) else v)]
-    low, high = f"{min(ts):,}", f"{max(ts):,}"
-    return (low if low == high else f"{low}–{high}").replace(",", " ")
+    return span(min(ts), max(ts))
 
 
 def mahdavi_profiles(figures: Sequence[ModuleType]) -> GridTable:
