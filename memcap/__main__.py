@@ -311,8 +311,14 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from memcap.experiments.bench import (LARGE_WORKLOADS, PAPER_WORKLOADS, SMALL_WORKLOADS, WORKLOADS, format_bench,
-                                          run_bench)
+    from memcap.experiments.bench import (
+        LARGE_WORKLOADS,
+        PAPER_WORKLOADS,
+        SMALL_WORKLOADS,
+        WORKLOADS,
+        format_bench,
+        run_bench,
+    )
 
     groups = {"all": WORKLOADS, "standard": SMALL_WORKLOADS + PAPER_WORKLOADS, "small": SMALL_WORKLOADS,
               "paper": PAPER_WORKLOADS, "large": LARGE_WORKLOADS}
