@@ -23,8 +23,8 @@ def test_figure_name_reads_the_label():
 def test_mahdavi_rows_show_paper_then_quick():
     t = grid_tables.mahdavi_profiles([_mha("mha-fig-2a", [1000, 25_600], [300]), _mha("mha-fig-5", [800], [800])])
     assert t.header[0] == "figure" and len(t.align) == len(t.header) == len(t.rows[0])
-    assert t.rows[0] == ["Fig.\u00a02(a)", r"$64 \to 16$", "1\u202f000\u2060–\u206025\u202f600 → 300", r"$50\,000 \to 2\,000$",
-                         r"$0.001 \to 0.01$", r"$1 \to 1$"]
+    assert t.rows[0] == ["Fig.\u00a02(a)", r"$64 \to 16$", "1\u202f000\u2060–\u206025\u202f600 → 300",
+                         r"$50\,000 \to 2\,000$", r"$0.001 \to 0.01$", r"$1 \to 1$"]
     assert t.rows[1][2] == "800 → 800"                   # one T: no range
     # T given per number of heads (a dict, as in Fig. 3's grid)
     fig3 = _mha("mha-fig-3", {4: 550, 8: 1300}, {4: 120, 8: 250})
