@@ -275,6 +275,9 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.bounds.huben_morris_param_count": "integer sizes only",
     "memcap.bounds.mahdavi_assoc_param_count": "integer sizes only",
     "memcap.bounds.dana_assoc_param_count": "integer sizes only",
+    "memcap.train.checkpoint.Checkpoint": "a folder and a number of seconds, both checked (tests/test_checkpoint.py)",
+    "memcap.train.checkpoint.checkpointing": "a folder and a number of seconds, checked by Checkpoint "
+                                             "(tests/test_checkpoint.py)",
     "memcap.train.specs.MHASpec": "integer sizes, seeds and flags, validated in __post_init__ (tests/test_train.py)",
     "memcap.train.specs.AoTSpec": "integer sizes, seeds and flags, validated in __post_init__ (tests/test_train.py)",
     "memcap.train.specs.spec_from_dict": "a dict of a spec's fields, validated by MHASpec/AoTSpec",

@@ -55,7 +55,7 @@ def test_all_lists_every_public_name_of_the_module(module_name):
 def test_train_package_keeps_every_name_of_the_old_module():
     import memcap.train as train
 
-    assert set(TRAIN_NAMES_BEFORE_THE_SPLIT) == set(train.__all__)
+    assert set(TRAIN_NAMES_BEFORE_THE_SPLIT) <= set(train.__all__)   # kept; later names (Checkpoint) added
     for name in train.__all__:
         obj = getattr(train, name)
         if inspect.isclass(obj) or inspect.isfunction(obj):   # defined in one of the engine's modules

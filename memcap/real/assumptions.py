@@ -138,7 +138,7 @@ def _batched(fn, inputs: torch.Tensor, batch: int = 256) -> torch.Tensor:
 
 
 def _model_keys(cls: type) -> dict[str, Key]:
-    """The fields of a model config dataclass (:class:`ViTConfig`, :class:`GPTConfig`), each optional:
+    """The fields of a model config dataclass (``ViTConfig``, ``GPTConfig``), each optional:
     sizes are positive ints, ``init_std`` a positive real."""
     return {f.name: Key(positive_real if f.name == "init_std" else positive_int,
                         f"{cls.__name__}'s {f.name}, a positive {'real' if f.name == 'init_std' else 'int'}",
@@ -192,7 +192,7 @@ def vit_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int
     """Table 1's four models on all digits: a random ViT's embedding (``"embedding"``), one random
     attention layer with skip on it (``"random_attention"``, one head, Glorot init), the first block of
     the random ViT (``"random_vit"``) and of the same ViT trained on the digits (``"trained_vit"``).
-    ``cfg``: the ``"vit"`` part of a profile: ``config`` (:class:`ViTConfig`'s fields), ``train``
+    ``cfg``: the ``"vit"`` part of a profile: ``config`` (``ViTConfig``'s fields), ``train``
     (``steps``, ``batch_size``, ``lr``, optionally ``weight_decay``) and ``held_out``; a missing, unknown
     or mistyped key is refused naming it (``cfg['train']['lr']``). ``info``: accuracies, losses, n, d, T."""
     cfg = _part("cfg", cfg, "vit", _PARTS["vit"])
@@ -224,7 +224,7 @@ def gpt_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int
     """Table 3's GPT columns: layers 0 and 1 of a random GPT-like model (keys ``("gpt", "random", 0)``,
     ``("gpt", "random", 1)``) and of the same model trained on the English text (``"trained"``), on T
     random byte windows of n tokens; the query is the last token. ``cfg``: the ``"gpt"`` part of a profile:
-    ``config`` (:class:`GPTConfig`'s fields), ``train`` (as for :func:`vit_layers`) and ``examples`` T;
+    ``config`` (``GPTConfig``'s fields), ``train`` (as for :func:`vit_layers`) and ``examples`` T;
     checked as a whole like :func:`vit_layers`'s."""
     cfg = _part("cfg", cfg, "gpt", _PARTS["gpt"])
     device, seed = _run_on(device, seed)

@@ -103,7 +103,7 @@ class Limits:
 class Event:
     """Something that stopped a cell or dropped a notebook's output while it was graded: ``cell`` is the
     cell's position in the notebook (counted from 1, Markdown cells included), ``kind`` one of
-    :data:`EVENT_KINDS`, ``message`` the sentence the grade report gives, e.g. "cell 3 stopped after
+    ``EVENT_KINDS``, ``message`` the sentence the grade report gives, e.g. "cell 3 stopped after
     30 s (--cell-timeout)"."""
 
     cell: int

@@ -303,7 +303,7 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     'auto', 'always' or 'never' (None: the environment variable ``MEMCAP_COMPILE``, else 'auto'), whether the
     steps go through ``torch.compile``, see ``memcap.train.compiled``. ``checkpoint``: where finished stacks and
     the running one's state are kept, so that a stopped run goes on where it was with the same numbers
-    (None: the one :func:`memcap.train.checkpoint.checkpointing` made active, if any). ``cuda_graphs``:
+    (None: the one :func:`checkpointing` made active, if any). ``cuda_graphs``:
     'always' or 'never' (None: the environment variable ``MEMCAP_CUDA_GRAPHS``, else 'never'), whether the eager
     steps are recorded as CUDA graphs on CUDA, see ``memcap.train.graphs``. Returns a :class:`TrainResult` in the
     order of ``specs``.
