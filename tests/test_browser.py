@@ -145,3 +145,18 @@ def test_search_snippets_show_no_tex_source(browser, server):
         assert "\\(" not in text and "\\)" not in text, f"TeX source in search snippets: {text[:400]}"
     finally:
         context.close()
+
+
+def test_a_number_broken_over_two_lines_in_a_table_cell_is_found(browser):
+    """The check behind "table cells break numbers": a narrow cell breaks '10 000' at its space and '300–600'
+    at its dash; the same numbers joined with no-break characters (grid_tables.number, span) are not broken."""
+    from memcap.experiments.grid_tables import number, span
+
+    cells = ["10 000–130 000 → 300–600", f"{span(10_000, 130_000)} → {span(300, 600)}", number(1_234_567)]
+    page = browser.new_page(viewport={"width": pagecheck.PHONE, "height": 600})
+    try:
+        page.set_content('<article class="bd-article" style="width: 200px"><table><tr>'
+                         + "".join(f'<td style="width: 60px">{c}</td>' for c in cells) + "</tr></table></article>")
+        assert page.evaluate(pagecheck._MEASURE)["broken"] == ["10 000–130 000", "300–600"]
+    finally:
+        page.close()
