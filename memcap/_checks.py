@@ -295,3 +295,18 @@ def listed(name: str, value: object, what: str) -> tuple:
         one = repr(value) if isinstance(value, str) else f"one {type(value).__name__}"
         raise TypeError(f"{name} must be a list of {what}, got {one}: put it in a list, [...]")
     return tuple(value)
+
+
+def mode_from(value: str | None, modes: tuple[str, ...], argument: str, env: str, default: str) -> str:
+    """A mode in force: ``value`` (the argument named ``argument``) if given, else the environment variable
+    ``env``, else ``default``; either must be one of ``modes`` (a ValueError naming which one is wrong)."""
+    import os
+
+    if value is None:
+        value = os.environ.get(env, default)
+        if value not in modes:
+            raise ValueError(f"the environment variable {env} must be one of {modes}, got {value!r}")
+        return value
+    if value not in modes:
+        raise ValueError(f"{argument} must be one of {modes} or None, got {value!r}")
+    return value

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from memcap._checks import mode_from
 from memcap.train.specs import AoTSpec, Spec
 
 COMPILE_MODES = ("auto", "always", "never")
@@ -49,14 +50,7 @@ class CompileWarning(RuntimeWarning):
 
 def compile_mode(mode: str | None = None) -> str:
     """The mode in force: ``mode`` if given, else the environment variable ``MEMCAP_COMPILE``, else 'auto'."""
-    if mode is None:
-        value = os.environ.get(ENV, "auto")
-        if value not in COMPILE_MODES:
-            raise ValueError(f"the environment variable {ENV} must be one of {COMPILE_MODES}, got {value!r}")
-        return value
-    if mode not in COMPILE_MODES:
-        raise ValueError(f"compile must be one of {COMPILE_MODES} or None, got {mode!r}")
-    return mode
+    return mode_from(mode, COMPILE_MODES, "compile", ENV, "auto")
 
 
 def compile_blocker(device: torch.device) -> str | None:

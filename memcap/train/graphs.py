@@ -16,10 +16,11 @@ how the CPU tests check that the step is ready to be recorded (``tests/test_grap
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, Sequence
 
 import torch
+
+from memcap._checks import mode_from
 
 GRAPH_MODES = ("always", "never")
 """'always': steps through :class:`StaticStep` (recorded as CUDA graphs on CUDA); 'never': the eager step."""
@@ -33,14 +34,7 @@ They change nothing: the stack's state is put back afterwards."""
 
 def graph_mode(mode: str | None = None) -> str:
     """The mode in force: ``mode`` if given, else the environment variable ``MEMCAP_CUDA_GRAPHS``, else 'never'."""
-    if mode is None:
-        value = os.environ.get(ENV, "never")
-        if value not in GRAPH_MODES:
-            raise ValueError(f"the environment variable {ENV} must be one of {GRAPH_MODES}, got {value!r}")
-        return value
-    if mode not in GRAPH_MODES:
-        raise ValueError(f"cuda_graphs must be one of {GRAPH_MODES} or None, got {mode!r}")
-    return mode
+    return mode_from(mode, GRAPH_MODES, "cuda_graphs", ENV, "never")
 
 
 class StaticStep:
