@@ -1,5 +1,5 @@
 """Command line: ``python -m memcap COMMAND`` (or the ``memcap`` console script), with the commands
-``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``doctor`` and ``grade``.
+``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``pdf``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
   [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--progress|--no-progress]
@@ -14,7 +14,12 @@
 * ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|standard|large|all]
   [--device DEV] [--repeats R] [--compile auto|always|never] [--json] [--threads N]``: stacked engine vs
   one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
-* ``student-edition [--output DIR]``: build the book without solutions (strict, like the full build).
+* ``student-edition [--output DIR] [--pdf]``: build the book without solutions (strict, like the full build),
+  with ``--pdf`` also its PDF.
+* ``pdf [--build DIR] [--student-output DIR] [--edition full|student|both]``: the PDF editions
+  (:mod:`memcap.textbook.pdf`): the full book's from its HTML build (``--build``, default: the book's root,
+  where ``jupyter-book build .`` writes ``_build/``) into ``_build/html/memcap-textbook.pdf``, and the student
+  edition, built with its PDF into ``--student-output`` (default ``_build/student``).
 * ``doctor [--device DEV] [--models K] [--steps S] [--no-bench] [--threads N]``: check the book's code path
   on this machine's device (exit 1 on failure; see :mod:`memcap.doctor`).
 * ``grade SUBMISSIONS --chapter X [--output DIR] [--cell-timeout S] [--timeout S] [--max-output BYTES]
@@ -336,8 +341,30 @@ def _student_edition(args: argparse.Namespace) -> int:
         raise UsageError(f"root must be the book's folder (with _toc.yml), got {Path.cwd()}: run this command "
                          "from the book's root")
     _folder_for_writing(Path(args.output), "--output")
-    html = build_student_edition(Path.cwd(), args.output)
+    html = build_student_edition(Path.cwd(), args.output, pdf=args.pdf)
     print(f"student edition: {html / 'index.html'}")
+    return 0
+
+
+def _pdf(args: argparse.Namespace) -> int:
+    from memcap.textbook.edition import build_student_edition
+    from memcap.textbook.pdf import PDF_NAME, build_pdf
+
+    root = Path.cwd()
+    if not (root / "_toc.yml").is_file():
+        raise UsageError(f"root must be the book's folder (with _toc.yml), got {root}: run this command "
+                         "from the book's root")
+    build = Path(args.build) if args.build is not None else root
+    if args.edition in ("full", "both"):
+        html = build / "_build" / "html"
+        if not (html / "index.html").is_file() or not (build / "_build" / ".doctrees").is_dir():
+            raise UsageError(f"--build: {build} holds no HTML build of the book ({html}/index.html): build the "
+                             "site first (README, the build command) or name its --path-output with --build")
+        print(f"full edition: {build_pdf(root, build)}")
+    if args.edition in ("student", "both"):
+        _folder_for_writing(Path(args.student_output), "--student-output")
+        html = build_student_edition(root, args.student_output, pdf=True)
+        print(f"student edition: {html / PDF_NAME}")
     return 0
 
 
@@ -455,6 +482,14 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     student = command("student-edition", "build the book without solutions (from the book's root)",
                       _student_edition)
     student.add_argument("--output", default="_build/student", help="output folder (default: _build/student)")
+    student.add_argument("--pdf", action="store_true", help="also print its PDF (see the pdf command)")
+    pdf = command("pdf", "print the book and its student edition as PDF", _pdf)
+    pdf.add_argument("--build", default=None, help="the full book's HTML build: the --path-output of jupyter-book "
+                                                   "build (default: the book's root, holding _build/)")
+    pdf.add_argument("--student-output", default="_build/student",
+                     help="output folder of the student edition and its PDF (default: _build/student)")
+    pdf.add_argument("--edition", choices=("full", "student", "both"), default="both",
+                     help="which PDF to make (default: both)")
     doctor = command("doctor", "check that this machine's device runs the book's code",
                      _doctor)
     doctor.add_argument("--device", default=None,

@@ -182,6 +182,10 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.textbook.site": "Sphinx directives and page ids (strings)",
     "memcap.textbook.course": "the course guide's Sphinx directives (strings)",
     "memcap.textbook.edition": "the student edition: paths and Markdown text",
+    "memcap.textbook.phone_figures": "the phone drawings of the built site's figures: SVG and HTML text, paths "
+                                     "(tests/test_phone_figures.py)",
+    "memcap.textbook.pdf": "the PDF editions: paths and seconds, checked (tests/test_pdf.py; its CLI in "
+                           "tests/test_cli.py)",
     "memcap.textbook.grading": "grades notebooks: paths, strings and integers (tests/test_grading.py, its CLI in "
                       "tests/test_cli.py)",
     "memcap.textbook.exercises": "checkers of students' answers: never raise, any answer is a verdict "
@@ -419,6 +423,15 @@ def _noisy(dev: torch.device, vocab: int = 4, seq_len: int = 2, entropy: float =
 
 def _logits(dev: torch.device, rows: int = 4, n: int = 5, seed: int = 6) -> torch.Tensor:
     return torch.randn(rows, n, generator=_gen(seed), dtype=F64).to(dev)
+
+
+def _figure():
+    """A small figure of one panel, not registered with pyplot (nothing to close)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.25, 3.4), dpi=110, layout="constrained")
+    fig.add_subplot().plot([0, 1], [0, 1])
+    return fig
 
 
 def cases() -> dict[str, Case]:
@@ -895,6 +908,7 @@ def cases() -> dict[str, Case]:
         Case(notation.sci, lambda dev: {"value": 0.0078, "digits": 1}, reals=("value",)),
         # memcap.textbook.page
         Case(book.glue_sci, lambda dev: {"name": "api-case", "value": 0.0078}, reals=("value",), requires="myst_nb"),
+        Case(book.stack_for_phone, lambda dev: {"fig": _figure(), "width": 3.6}, reals=("width",)),
     ]
     return {case.name: case for case in listed}
 

@@ -94,9 +94,24 @@ def student_site(tmp_path_factory) -> Path:
             raise FileNotFoundError(f"MEMCAP_STUDENT_SITE={reuse} holds no index.html")
         return html
     start = time.perf_counter()
-    html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"))
-    print(f"\nstrict build of the student edition: {time.perf_counter() - start:.0f} s")
+    html = build_student_edition(ROOT, tmp_path_factory.mktemp("student"), pdf=True)
+    print(f"\nstrict build of the student edition and its PDF: {time.perf_counter() - start:.0f} s")
     return html
+
+
+@pytest.fixture(scope="session")
+def site_pdf(site) -> Path:
+    """The full book's PDF (``python -m memcap pdf``'s first half), printed once per session from the strict
+    build into its HTML folder, where the download menu links it; ``tests/test_pdf.py`` reads it and
+    ``tests/test_browser.py`` follows the link."""
+    from memcap.textbook.pdf import PDF_NAME, build_pdf
+
+    target = site.html / PDF_NAME
+    if not target.is_file():   # a site reused through MEMCAP_SITE may hold it already
+        start = time.perf_counter()
+        build_pdf(ROOT, site.html.parent.parent)
+        print(f"\nthe book's PDF: {time.perf_counter() - start:.0f} s")
+    return target
 
 
 def toc_files() -> list[str]:

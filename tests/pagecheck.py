@@ -126,13 +126,25 @@ _MEASURE = r"""() => {
     }
   }
 
-  // figures
+  // figures: the drawing the browser chose (currentSrc: a <picture> offers phones their own) and how it
+  // sits in the article's text column (inside its padding) and in the screen; a figure, or the box holding
+  // it, that scrolls sideways hides part of it
+  const artStyle = getComputedStyle(art);
+  const columnLeft = artRect.left + parseFloat(artStyle.paddingLeft);
+  const columnRight = artRect.right - parseFloat(artStyle.paddingRight);
   const images = [...art.querySelectorAll('img')].map(img => {
     const fig = img.closest('figure');
     const number = fig ? fig.querySelector('figcaption .caption-number') : null;
     const r = img.getBoundingClientRect();
-    return {src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0,
-            natural: img.naturalWidth, shown: img.clientWidth, right: r.right - artRect.right,
+    const scrolls = [fig, fig && fig.parentElement].filter(box => {
+      if (!box || box.scrollWidth <= box.clientWidth + 1) return false;
+      const b = box.getBoundingClientRect();   // the parent box counts where the image is what sticks out
+      return box === fig || r.right > b.right + 1 || r.left < b.left - 1;
+    }).map(box => [box.tagName.toLowerCase(), box.scrollWidth, box.clientWidth]);
+    return {src: img.currentSrc || img.src, alt: img.alt, loaded: img.complete && img.naturalWidth > 0,
+            natural: img.naturalWidth, shown: img.clientWidth, wide: wideOk(img),
+            right: r.right - columnRight, left: r.left - columnLeft, screenLeft: r.left,
+            screenRight: r.right - document.documentElement.clientWidth, scrolls,
             numbered: !!number, caption: fig ? short(fig.querySelector('figcaption')?.textContent) : ''};
   });
 
@@ -248,9 +260,9 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
             if small is not None and small < MIN_FIGURE_TEXT_PX:
                 problems.append(f"figure {name} shows its smallest text at {small:.1f} px at {width} px "
                                 f"(< {MIN_FIGURE_TEXT_PX}): {img['caption'][:40]}")
+            if not img["wide"]:
+                problems.extend(_too_wide(name, img, width))
             if width == DESKTOP:
-                if img["right"] > 1:
-                    problems.append(f"figure {name} sticks out of the text column by {img['right']:.0f} px")
                 if img["shown"] < 0.9 * img["natural"]:
                     problems.append(f"figure {name} is shown at {img['shown']} of its {img['natural']} px "
                                     f"(< 90 %): draw it with memcap.plotting's width ({img['caption'][:40]})")
@@ -289,14 +301,32 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
     return report
 
 
+def _too_wide(name: str, img: dict, width: int) -> list[str]:
+    """What makes the figure ``img`` (measured by ``_MEASURE``) wider than the screen or the text column at
+    ``width`` px: its edges past the column's or the screen's, or its box scrolling sideways."""
+    found = []
+    if img["right"] > 1 or img["left"] < -1:
+        past = max(img["right"], -img["left"])
+        found.append(f"figure {name} sticks out of the text column by {past:.0f} px at {width} px "
+                     f"({img['caption'][:40]})")
+    if img["screenLeft"] < 0 or img["screenRight"] > 1:
+        past = max(img["screenRight"], -img["screenLeft"])
+        found.append(f"figure {name} is wider than the screen at {width} px ({past:.0f} px off it)")
+    for tag, need, have in img["scrolls"]:
+        found.append(f"figure {name} scrolls sideways in its {tag} at {width} px ({need} > {have} px): "
+                     f"part of it is off screen ({img['caption'][:40]})")
+    return found
+
+
 MIN_FIGURE_TEXT_PX = 9
 """The smallest text a figure may show, in CSS pixels, at either width."""
 _FONT_MARK = re.compile(r'<!-- memcap-figure min-font-px="([0-9.]+)" -->')
 
 
 def _smallest_text_px(base: str, doc: str, img: dict) -> float | None:
-    """The smallest text of an SVG figure as shown: the size marked by memcap.textbook.page.figure_svg,
-    scaled by shown / natural width. None for an image without the mark (a raster image)."""
+    """The smallest text of an SVG figure as shown: the size marked by memcap.textbook.page.figure_svg in the
+    drawing the browser chose (``currentSrc``: the phone drawing on a phone), scaled by shown / natural width.
+    None for an image without the mark (a raster image)."""
     import urllib.parse
     import urllib.request
 

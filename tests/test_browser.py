@@ -3,10 +3,12 @@
 Every page of the strict build is opened at desktop (1280 px) and phone (390 px) width and checked for
 what a reader would notice (see ``tests/pagecheck.py``): raw TeX or ``$`` left in the text, collapsed
 solutions included; display equations, code and outputs wider than their box; figures without a numbered
-caption, with a file path as alt text, shrunk below 90 % of their pixels or sticking out of the column;
-unnumbered theorem boxes; duplicated ids; requests that fail or leave the machine; JavaScript errors.
-Then: every local link answers, the download menu offers each chapter as .md and .ipynb and the source
-archive, and a solution dropdown opens. Screenshots land in ``$MEMCAP_SCREENSHOTS`` (default: a
+caption, with a file path as alt text, or shrunk below 90 % of their pixels (at desktop width); figures wider
+than the text column or the screen, or scrolling sideways, and figure text below 9 px as shown, read from the
+drawing the browser chose (the phone drawing at 390 px), at both widths; unnumbered theorem boxes;
+duplicated ids; requests that fail or leave the machine; JavaScript errors.
+Then: every local link answers, the download menu offers each chapter as .md and .ipynb, the source
+archive and the book's PDF, and a solution dropdown opens. Screenshots land in ``$MEMCAP_SCREENSHOTS`` (default: a
 temporary folder) so a person can look at them.
 """
 from __future__ import annotations
@@ -28,7 +30,8 @@ _links: set[str] = set()
 
 
 @pytest.fixture(scope="module")
-def server(site):
+def server(site, site_pdf):
+    """The built site, its PDF included (the download menu links it)."""
     with pagecheck.serve(site.html) as base:
         yield base
 
@@ -98,7 +101,8 @@ def test_chapters_download_as_markdown_notebook_and_source_archive(browser, serv
 
     doc = "book/setting"
     menu = _download_menu(browser, server, doc)
-    assert {".md", ".ipynb", "source (.zip)"} <= set(menu), f"download menu of {doc}: {menu}"
+    assert {".md", ".ipynb", "source (.zip)", "book (.pdf)"} <= set(menu), f"download menu of {doc}: {menu}"
+    assert _fetch(server, doc, menu["book (.pdf)"]).startswith(b"%PDF-"), "the menu's PDF is not a PDF"
     md = _fetch(server, doc, menu[".md"]).decode("utf-8")
     assert md == (ROOT / f"{doc}.md").read_text(encoding="utf-8"), "the .md download is not the chapter's source"
     notebook = nbformat.reads(_fetch(server, doc, menu[".ipynb"]).decode("utf-8"), as_version=4)
@@ -158,5 +162,36 @@ def test_a_number_broken_over_two_lines_in_a_table_cell_is_found(browser):
         page.set_content('<article class="bd-article" style="width: 200px"><table><tr>'
                          + "".join(f'<td style="width: 60px">{c}</td>' for c in cells) + "</tr></table></article>")
         assert page.evaluate(pagecheck._MEASURE)["broken"] == ["10 000–130 000", "300–600"]
+    finally:
+        page.close()
+
+
+def test_a_figure_wider_than_the_column_is_found(browser):
+    """The check behind "figure wider than the screen": at phone width, a figure kept wider than the column
+    (scrolling sideways in its box, or spilling over the column) is reported; one that fits, as the phone
+    drawings of memcap.textbook.phone_figures do, is not."""
+    from urllib.parse import quote
+
+    def drawing(width):
+        return "data:image/svg+xml," + quote(f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='120'>"
+                                             f"<rect width='{width}' height='120' fill='teal'/></svg>")
+
+    figures = {"scrolls": ('style="overflow-x: auto"', 'style="min-width: 460px"', 688),
+               "spills": ("", 'style="max-width: none"', 688),
+               "fits": ("", 'style="max-width: 100%; height: auto"', 396)}
+    page = browser.new_page(viewport={"width": pagecheck.PHONE, "height": 600})
+    try:
+        page.set_content('<body style="margin: 0"><article class="bd-article" style="padding: 0 16px">'
+                         + "".join(f'<figure {box} style="margin: 0"><img alt="{name}" src="{drawing(w)}" {img}>'
+                                   f'<figcaption><span class="caption-number">Fig. {k} </span>{name}</figcaption>'
+                                   f'</figure>' for k, (name, (box, img, w)) in enumerate(figures.items(), 1))
+                         + "</article></body>")
+        images = {img["alt"]: img for img in page.evaluate(pagecheck._MEASURE)["images"]}
+        found = {name: pagecheck._too_wide(name, img, pagecheck.PHONE) for name, img in images.items()}
+        assert any("scrolls sideways in its figure" in p for p in found["scrolls"]), found["scrolls"]
+        assert any("sticks out of the text column" in p for p in found["spills"]), found["spills"]
+        assert any("wider than the screen" in p for p in found["spills"]), found["spills"]
+        assert found["fits"] == [], found["fits"]
+        assert images["fits"]["natural"] == 396 and images["fits"]["shown"] == pagecheck.PHONE - 32
     finally:
         page.close()

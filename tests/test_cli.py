@@ -393,6 +393,10 @@ REFUSALS = [
     (["cache", "--cache", "{file}"], {}, "--cache: {file} is a file, not a folder"),
     (["cache", "--prune", "--cache", _UNWRITABLE], {}, f"--cache: {_UNWRITABLE} cannot be written"),
     (["student-edition", "--output", _UNWRITABLE], {}, f"--output: {_UNWRITABLE} cannot be written"),
+    (["pdf", "--edition", "student", "--student-output", _UNWRITABLE], {},
+     f"--student-output: {_UNWRITABLE} cannot be written"),
+    (["pdf", "--edition", "full", "--build", "{tmp}"], {}, "--build: {tmp} holds no HTML build of the book"),
+    (["pdf", "--edition", "all"], {}, "argument --edition: invalid choice: 'all'"),
     (["grade", "{tmp}/absent", "--chapter", "skip"], {}, "submissions folder '{tmp}/absent' does not exist"),
     (["grade", "{tmp}", "--chapter", "skip", "--output", "{file}/grades"], {},
      "--output: {file}/grades cannot be a folder: {file} is a file, not a folder"),
@@ -430,6 +434,8 @@ def test_every_command_refuses_a_wrong_argument_in_one_line_before_any_work(argv
     monkeypatch.setattr(memcap.train, "train_models", lambda *a, **k: work.append(a))
     monkeypatch.setattr("memcap.experiments.bench.run_bench", lambda *a, **k: work.append(a))
     monkeypatch.setattr("memcap.doctor.run_doctor", lambda *a, **k: work.append(a))
+    monkeypatch.setattr("memcap.textbook.pdf.build_pdf", lambda *a, **k: work.append(a))
+    monkeypatch.setattr("memcap.textbook.edition.build_student_edition", lambda *a, **k: work.append(a))
     a_file = tmp_path / "afile"
     a_file.write_text("")
     (tmp_path / "subs").mkdir()
@@ -477,7 +483,7 @@ def test_help_is_plain_text_listing_every_command_on_one_line(capsys, monkeypatc
     code, out, err = _answer(["--help"], capsys)
     assert code == 0 and err == ""
     commands = _subcommands(build_parser())
-    assert set(commands) == {"sweep", "cache", "list", "bench", "student-edition", "doctor", "grade"}
+    assert set(commands) == {"sweep", "cache", "list", "bench", "student-edition", "pdf", "doctor", "grade"}
     lines = out.splitlines()
     for name, help_line in commands.items():
         assert [line for line in lines if line.split() and line.split()[0] == name] == \

@@ -205,6 +205,9 @@ def _differences(single: object, double: object, where: str = "result") -> list[
         if len(single) != len(double):
             return [f"{where}: length {len(single)} != {len(double)}"]
         return [d for k, (s, t) in enumerate(zip(single, double)) for d in _differences(s, t, f"{where}[{k}]")]
+    if type(double).__name__ == "Figure":   # a matplotlib figure (memcap.textbook.page.stack_for_phone): its layout
+        return _differences([*map(float, single.get_size_inches()), len(single.axes)],
+                            [*map(float, double.get_size_inches()), len(double.axes)], f"{where} (figure)")
     if isinstance(double, (int, float)) and not isinstance(double, bool):
         close = single == double or math.isclose(single, double, rel_tol=1e-4, abs_tol=1e-10)
         return [] if close else [f"{where}: {single!r} != {double!r}"]

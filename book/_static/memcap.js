@@ -61,7 +61,7 @@
         overlay.setAttribute("role", "dialog");
         overlay.setAttribute("aria-label", img.alt || "figure");
         var big = document.createElement("img");
-        big.src = img.src;
+        big.src = img.currentSrc || img.src;   // the drawing shown: a phone's own in a <picture>
         big.alt = img.alt;
         overlay.appendChild(big);
         function close() { overlay.remove(); document.removeEventListener("keydown", onKey); }
@@ -111,9 +111,23 @@
   patchSearch();
   document.addEventListener("DOMContentLoaded", patchSearch);
 
+  // The download menu's "book (.pdf)" entry (memcap.textbook.site) points at the PDF that
+  // `python -m memcap pdf` prints after the site's build: a site built without it drops the entry
+  // rather than offer a link that answers 404.
+  function pdfEntry() {
+    document.querySelectorAll("a.download-book-pdf-button").forEach(function (link) {
+      var item = link.closest("li") || link;
+      if (location.protocol !== "http:" && location.protocol !== "https:") { return; }
+      fetch(link.href, {method: "HEAD"}).then(function (answer) {
+        if (!answer.ok) { item.remove(); }
+      }).catch(function () { item.remove(); });
+    });
+  }
+
   window.addEventListener("load", function () {
     patchSearch();
     zoomable();
+    pdfEntry();
     afterMath(fitEquations);
     var timer = null;
     window.addEventListener("resize", function () {

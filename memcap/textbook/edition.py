@@ -60,8 +60,11 @@ def strip_solutions(text: str) -> str:
     return "".join(out)
 
 
-def build_student_edition(root: str | Path, output: str | Path) -> Path:
-    """Build the book at ``root`` without solutions into ``output``; return the HTML folder."""
+def build_student_edition(root: str | Path, output: str | Path, *, pdf: bool = False) -> Path:
+    """Build the book at ``root`` without solutions into ``output``; return the HTML folder. With ``pdf``, also
+    its PDF, at the top of that folder (:func:`memcap.textbook.pdf.build_pdf`)."""
+    if not isinstance(pdf, bool):
+        raise TypeError(f"pdf must be a bool, got {type(pdf).__name__}")
     root, output = Path(root).resolve(), Path(output).resolve()
     if not (root / "_toc.yml").is_file():
         raise ValueError(f"root must be the book's folder (with _toc.yml), got {root}")
@@ -84,6 +87,10 @@ def build_student_edition(root: str | Path, output: str | Path) -> Path:
         jb = Path(sys.executable).with_name("jupyter-book")
         subprocess.run([str(jb), "build", str(copy), "--path-output", str(output),
                         "--all", "-W", "-n", "--keep-going"], check=True)
+        if pdf:
+            from memcap.textbook.pdf import build_pdf
+
+            build_pdf(copy, output)
     return output / "_build" / "html"
 
 

@@ -6,11 +6,14 @@ thing the default Jupyter Book 1.x stack gets wrong for this book:
 - every chapter offers its source as a Jupyter notebook (``.ipynb``, converted from the MyST source by
   jupytext, without outputs, so it opens in Jupyter, Colab or VS Code) beside the ``.md`` download;
 - the whole source of the book (chapters, library, tests, requirements) is offered as one zip archive,
-  so a reader can run the chapters without access to the repository;
+  so a reader can run the chapters without access to the repository, and the whole book as one PDF
+  (:mod:`memcap.textbook.pdf`; ``book/_static/memcap.js`` drops that entry where the PDF was not made);
 - no leftover Thebe/Binder configuration (the book has no live kernels; the default points at an
   unrelated Binder repository and loads a script from a CDN when clicked);
 - a favicon (browsers ask for one on every page: without it every page logs a 404);
 - images get their figure's caption as alt text instead of their file path;
+- every figure is shown on a phone as its narrow, stacked drawing (:func:`memcap.textbook.page.stack_for_phone`,
+  placed in a ``<picture>`` by ``memcap.textbook.phone_figures``), so that it fits the screen with legible text;
 - the ``id`` attributes that sphinx-proof and sphinx-exercise give to *every* box
   (``proof``, ``proof-content``, ``solution-content``, ...) are made unique per box;
 - the directives of the instructors' page, ``{memcap-exercise-index}`` and ``{memcap-problem-sets}``
@@ -78,8 +81,18 @@ def _add_notebook_download(app: Sphinx, pagename: str, templatename: str, contex
 
 
 def _add_archive_button(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    from memcap.textbook.pdf import PDF_NAME
+
     for button in context.get("header_buttons", []):
         if button.get("label") == "download-buttons":
+            button["buttons"].append({
+                "type": "link",
+                "url": context["pathto"](PDF_NAME, 1),
+                "text": "book (.pdf)",
+                "tooltip": "The whole book as one PDF, for print (made by python -m memcap pdf)",
+                "icon": "fas fa-file-pdf",
+                "label": "download-book-pdf-button",
+            })
             button["buttons"].append({
                 "type": "link",
                 "url": context["pathto"](f"_downloads/{SOURCE_ARCHIVE}", 1),
@@ -125,6 +138,17 @@ def _favicon(app: Sphinx, config) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(_FAVICON, encoding="utf-8")
     config.html_favicon = str(path)
+
+
+def _singlehtml_handlers(app: Sphinx) -> None:
+    """Give the one-page build (``singlehtml``, for the PDF) every HTML node handler. Sphinx uses the handlers
+    registered for a builder's name *instead of* those for its format: sphinx-exercise registers some for
+    ``singlehtml``, so myst-nb's, sphinx-proof's and sphinx-togglebutton's (registered for ``html``) were lost
+    and the build failed on their nodes."""
+    handlers = app.registry.translation_handlers
+    name, kind = app.builder.name, app.builder.format
+    if name != kind and name in handlers:
+        handlers[name] = {**handlers.get(kind, {}), **handlers[name]}
 
 
 def _drop_thebe(app: Sphinx, config) -> None:
@@ -258,8 +282,10 @@ def _status_needs_update(app: Sphinx, env) -> list[str]:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("memcap.textbook.course")   # the exercise index and problem sets of the instructors' page
+    app.setup_extension("memcap.textbook.phone_figures")   # phone drawings of the figures, in <picture>
     app.connect("config-inited", _favicon)
     app.connect("config-inited", _drop_thebe, priority=900)
+    app.connect("builder-inited", _singlehtml_handlers)
     app.connect("html-page-context", _add_notebook_download, priority=400)
     app.connect("html-page-context", _add_archive_button, priority=600)
     app.connect("build-finished", _finish)
