@@ -115,7 +115,7 @@
   // `python -m memcap pdf` prints after the site's build: a site built without it drops the entry
   // rather than offer a link that answers 404.
   function pdfEntry() {
-    document.querySelectorAll("a.download-book-pdf-button").forEach(function (link) {
+    document.querySelectorAll("a.btn-download-book-pdf-button").forEach(function (link) {
       var item = link.closest("li") || link;
       if (location.protocol !== "http:" && location.protocol !== "https:") { return; }
       fetch(link.href, {method: "HEAD"}).then(function (answer) {
