@@ -6,18 +6,13 @@ problems it found, as sentences a chapter author can act on; an empty list means
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import shutil
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+from memcap.textbook.pdf import CHROMIUM_FLAGS, chromium_path, serve  # noqa: F401  (the PDF editions use them too)
+
 DESKTOP, PHONE = 1280, 390
 # A console error the book theme logs on every page; it does not affect the page.
 KNOWN_CONSOLE_NOISE = ("invalid theme mode",)
@@ -26,34 +21,8 @@ BOX_TITLE = re.compile(r"^(Definition|Assumption|Theorem|Proposition|Lemma|Corol
 WIDE_OK = "wide-ok"
 """Class of an element (or an ancestor) that may scroll sideways on purpose, e.g. a very wide table."""
 
-
-def chromium_path() -> str | None:
-    """Debian's Chromium (``chromium`` or ``chromium-browser`` on ``PATH``), or None when it is missing."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 MISSING_CHROMIUM = ("the browser checks need Debian's Chromium, which is not installed: `sudo apt-get install "
                     "chromium` (.ci/run installs it)")
-
-
-@contextmanager
-def serve(html: Path) -> Iterator[str]:
-    """Serve the built site at ``html`` on a free local port; yields the base URL."""
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):  # keep test output readable
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
 
 
 @contextmanager
