@@ -220,11 +220,24 @@ def finish(ax, *, xlabel: str, ylabel: str, title: str | None = None, legend: bo
     if not legend or not handles:
         return
     if legend == "below":
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=min(3, len(handles)))
+        for ncols in range(min(3, len(handles)), 0, -1):   # as many columns (up to 3) as the panel's width holds
+            box = ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=ncols)
+            if ncols == 1 or _panel_holds(ax, box):
+                break
     elif legend == "right":
         ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
     else:
         ax.legend(loc="best")
+
+
+def _panel_holds(ax, box) -> bool:
+    """Whether the legend ``box`` is no wider than the figure's width over its panels' columns (the room a
+    legend under one panel has once the layout is done)."""
+    fig = ax.figure
+    spec = ax.get_subplotspec()
+    columns = spec.get_gridspec().ncols if spec is not None else 1
+    wide = box.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    return wide <= 0.95 * fig.get_figwidth() / columns
 
 
 def legend_below(fig, axes=None, *, key: Sequence = (), ncols: int | None = None) -> None:

@@ -7,8 +7,8 @@ import pytest
 
 from memcap import ENGINE_VERSION, experiments
 from memcap.experiments import recorded
-from memcap.experiments.sweep import ResultCache
 from memcap.train import AoTSpec, MHASpec
+from tests.made_up import made_up_cache
 
 RESULT_FIELDS = ("accuracy", "loss", "memorized", "steps", "stop_step")
 
@@ -59,21 +59,8 @@ def test_load_and_path_refuse_what_is_not_there():
         recorded.load("dana_fig1b", "nope")
 
 
-def _fake_cache(tmp_path, name, picked, commit="a" * 40):
-    """A cache holding made-up results for the paper jobs ``picked`` of ``name`` (no training)."""
-    cache = ResultCache(tmp_path / "cache")
-    paper = experiments.get(name).jobs("paper")
-    for i in picked:
-        records = [{**s, "accuracy": 0.5, "loss": 1.0, "memorized": False, "steps": 10, "stop_step": -1}
-                   for s in paper[i]["specs"]]
-        cache.put(name, paper[i], {"records": records},
-                  {"engine_version": ENGINE_VERSION, "git_commit": commit, "wall_seconds": 2.0 + i,
-                   "date": "2026-11-26T00:00:00+00:00", "torch_version": "x", "dtype": "float32"})
-    return cache, paper
-
-
 def test_from_cache_collects_the_finished_jobs_and_save_writes_them(tmp_path):
-    cache, paper = _fake_cache(tmp_path, "dana_fig2b", [0, 3])
+    cache, paper = made_up_cache(tmp_path, "dana_fig2b", [0, 3])
     data = recorded.from_cache("dana_fig2b", cache.root, machine="a test", wall_seconds=9.5, jobs=[0, 3])
     assert data["jobs"] == [0, 3] and data["job_wall_seconds"] == [2.0, 5.0]
     assert data["command"] == "python -m memcap sweep dana_fig2b --profile paper"
@@ -84,7 +71,7 @@ def test_from_cache_collects_the_finished_jobs_and_save_writes_them(tmp_path):
 
 
 def test_from_cache_refuses_unfinished_or_mixed_work(tmp_path):
-    cache, paper = _fake_cache(tmp_path, "dana_fig2b", [0])
+    cache, paper = made_up_cache(tmp_path, "dana_fig2b", [0])
     with pytest.raises(ValueError, match="paper job 1 of dana_fig2b is missing.*finish the sweep"):
         recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0, 1])
     with pytest.raises(ValueError, match="jobs must be distinct indices in 0..10"):
@@ -95,8 +82,64 @@ def test_from_cache_refuses_unfinished_or_mixed_work(tmp_path):
         recorded.from_cache("dana_fig2b", cache.root, machine=" ", jobs=[0])
     with pytest.raises(ValueError, match="wall_seconds must be positive"):
         recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0], wall_seconds=0)
-    _fake_cache(tmp_path, "dana_fig2b", [1], commit="b" * 40)
+    made_up_cache(tmp_path, "dana_fig2b", [1], commit="b" * 40)
     with pytest.raises(ValueError, match="several git commits"):
         recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0, 1])
     with pytest.raises(ValueError, match="data lacks the provenance fields"):
         recorded.save({"experiment": "dana_fig2b"}, tmp_path)
+
+
+RECORDS_OF_RECORDS = [n for n in experiments.EXPERIMENTS if n[:4] in ("dana", "mahd") and n != "mahdavi_fig3"]
+"""The papers' training figures whose record keeps ``records`` (mahdavi_fig3 keeps saturation statistics)."""
+
+
+@pytest.mark.parametrize("name", RECORDS_OF_RECORDS)
+def test_a_record_of_the_whole_paper_profile_decides_the_same_verdict_as_the_sweep(tmp_path, name):
+    """What a GPU session will do for every training figure: sweep the paper profile into a cache, write the
+    record, ship it. Read back, the record is the sweep's results (records, jobs, provenance) and its finding
+    is the one the chapter would decide from the cache, through the same ``finding``."""
+    module = experiments.get(name)
+    paper = module.jobs("paper")
+    assert all(job["kind"] == "train" for job in paper)
+    cache, _ = made_up_cache(tmp_path, name, range(len(paper)))
+    recorded.save(recorded.from_cache(name, cache.root, machine="a test", wall_seconds=60.0), tmp_path)
+    assert recorded.names(tmp_path) == [name]
+    res = recorded.results(name, tmp_path)
+    swept = experiments.cached(name, "paper", cache.root)
+    assert res.source == "recorded" and res.profile == "paper" and res.jobs == swept.jobs
+    assert res.records == swept.records and len(res.records) == sum(len(j["specs"]) for j in paper)
+    assert res.caption == "(paper profile, recorded run: commit aaaaaaa, unknown device, 2026-11-26)"
+    found = recorded.findings([experiments.get(n) for n in experiments.EXPERIMENTS[:12]], tmp_path)
+    assert list(found) == [module.LABEL]
+    assert found[module.LABEL] == module.finding(swept)
+
+
+def test_results_refuses_a_record_that_is_not_todays_grid(tmp_path):
+    cache, paper = made_up_cache(tmp_path, "dana_fig2b", [0, 1])
+    data = recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0, 1])
+    n0 = len(paper[0]["specs"])
+    swapped = {**data, "records": data["records"][n0:] + data["records"][:n0]}
+    recorded.save(swapped, tmp_path)
+    with pytest.raises(ValueError, match="does not hold paper job 0's models in order.*make the record again"):
+        recorded.results("dana_fig2b", tmp_path)
+    recorded.save({**data, "records": data["records"] + data["records"][:1]}, tmp_path)
+    with pytest.raises(ValueError, match="holds 1 records beyond its jobs"):
+        recorded.results("dana_fig2b", tmp_path)
+    with pytest.raises(ValueError, match="lacks the fields \\['records'\\]"):
+        recorded.results("mahdavi_fig3")      # saturation statistics: read by mahdavi_fig3 itself
+    with pytest.raises(ValueError, match="folder must be an existing directory"):
+        recorded.names(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="modules must be a sequence of experiment modules"):
+        recorded.findings("dana_fig2b")
+
+
+def test_the_shipped_records_decide_the_chapters_column():
+    """``findings`` over a chapter's figures gives each recorded figure its verdict: mahdavi_fig3 through its
+    own reader, the others through ``finding`` on :func:`recorded.results`."""
+    from memcap.experiments import dana_fig2b, mahdavi_fig3
+
+    modules = [experiments.get(n) for n in experiments.EXPERIMENTS[:12]]
+    found = recorded.findings(modules)
+    assert set(found) == {experiments.get(n).LABEL for n in recorded.names()}
+    assert found["mha-fig-3"] == mahdavi_fig3.verdict(mahdavi_fig3.recorded_paper_run()[1])
+    assert found["aot-fig-2b"] == dana_fig2b.verdict(dana_fig2b.summarize(recorded.load("dana_fig2b")[1]))

@@ -86,7 +86,8 @@ class ExperimentResults:
     """What an experiment produced: ``results[j]`` is the output of ``jobs[j]``
     (see :func:`memcap.experiments.sweep.run_job`).
 
-    ``source``: 'cache' (every job read from the cache) or 'computed' (at least one job ran now).
+    ``source``: 'cache' (every job read from the cache), 'computed' (at least one job ran now) or 'recorded'
+    (a run kept with the package, :func:`memcap.experiments.recorded.results`).
     ``manifests[j]``: where ``results[j]`` came from (see
     :class:`memcap.experiments.sweep.ResultCache`; empty when unknown).
     """
@@ -147,10 +148,11 @@ class ExperimentResults:
     @property
     def caption(self) -> str:
         """The figure-caption note: '(quick profile)', or for the paper profile where its results came from:
-        '(paper profile, cached results: commit a1b2c3d, NVIDIA H100 80GB HBM3, 2026-11-20)'."""
+        '(paper profile, cached results: commit a1b2c3d, NVIDIA H100 80GB HBM3, 2026-11-20)', or 'recorded run'
+        in place of 'cached results' for a run kept with the package."""
         if self.profile != "paper":
             return f"({self.profile} profile)"
-        where = "cached results" if self.source == "cache" else "computed"
+        where = {"cache": "cached results", "recorded": "recorded run"}.get(self.source, "computed")
         note = self.provenance_note
         return f"({self.profile} profile, {where}{': ' + note if note else ''})"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from memcap.experiments._grids import aot_sweep_jobs
 from memcap.experiments.dana_common import HeadsSummary, heads_verdict, published_records, summarize_heads
-from memcap.experiments.verdicts import Verdict  # noqa: F401  (the return type of verdict)
+from memcap.experiments.verdicts import Verdict
 
 NAME = "dana_fig1a"
 LABEL = "aot-fig-1a"
@@ -61,3 +61,9 @@ def published() -> HeadsSummary:
 def verdict(s: HeadsSummary) -> Verdict:
     """Figure 1(a)'s finding, linear in H and above both bounds: :func:`dana_common.heads_verdict`."""
     return heads_verdict(s)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))

@@ -143,3 +143,9 @@ def early_share(s: HeadDimSummary) -> tuple[int, float]:
     mid = int(np.argmin(np.abs(s.head_dim - (s.head_dim[0] + s.head_dim[-1]) / 2)))
     share = float((s.accuracy[mid] - s.accuracy[0]) / gain) if gain > 0 else float("nan")
     return int(s.head_dim[mid]), share
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))

@@ -115,3 +115,9 @@ def verdict(s: DimSummary, kink: float = KINK) -> Verdict:
     shows = (f"slope ratio below/above $d_h$: {ratio:.1f}" if np.isfinite(ratio)
              else "no growth above $d_h$")
     return Verdict(grade([sharp], partial=[slows]), text, shows)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))

@@ -168,3 +168,9 @@ def grows_faster_than_bounds(s: SlopeSummary) -> bool:
     head in units of d_h (Corollary 2's slope is 1 in these units) is larger at the widest d than at the
     narrowest."""
     return bool(s.per_head[-1] > s.per_head[0])
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))

@@ -128,3 +128,9 @@ def verdict(curves: tuple[Curves, ...], coincide: float = COINCIDE) -> Verdict:
     text = "nearly coincide" if close else "lie near each other" if near else "do not coincide"
     shows = f"largest mean gap {gap:.3f}, accuracies spanning {spread:.3f}"
     return Verdict(grade([close], partial=[near]), text, shows)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))

@@ -81,3 +81,9 @@ def verdict(s: HeadsSummary, tolerance: float = PER_HEAD_TOLERANCE) -> Verdict:
             + (", and lies above Corollary 2 at every $H$" if above else ", and falls below Corollary 2 for some $H$"))
     return Verdict(grade([above, close]), text,
                    f"{s.per_head:.2f}$\\,Hd_h$ (paper: {PAPER_PER_HEAD:g}$\\,Hd_h$)")
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))

@@ -120,3 +120,9 @@ def r2_below_ceiling(summary: dict, ceiling: float = CEILING) -> np.ndarray:
         below = ys < ceiling
         out.append(linear_fit(xs[below], ys[below]).r2 if below.sum() >= 3 else np.nan)
     return np.array(out)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results.records))``."""
+    return verdict(summarize(results.records))

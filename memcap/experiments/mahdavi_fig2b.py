@@ -67,3 +67,9 @@ def verdict(summary: dict, noise: float = NOISE) -> Verdict:
                 + ("within" if steady.all() else "beyond") + f" the {noise:g} we count as training noise")
     shows = f"largest fall between neighbouring $n$: {drop.max():.3f}"
     return Verdict(status, text, shows)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results.records))``."""
+    return verdict(summarize(results.records))

@@ -84,3 +84,9 @@ def verdict(summary: dict, stop_ratio: float = STOP_RATIO) -> Verdict:
     shows = (f"gain per unit of $d_h$ past $d_h = n$: {ratio:.2f} times the gain below"
              if np.isfinite(ratio) else "no gain below $d_h = n$")
     return Verdict(status, text, shows)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results.records))``."""
+    return verdict(summarize(results.records))

@@ -182,3 +182,15 @@ def unsaturated_text(models: list[dict], most: float = MOST_EXAMPLES) -> str:
     shares = ", ".join(f"{percent(m['fraction_with_unsaturated'])} with $H = {m['heads']}$" for m in models)
     return (holds(hits, heads, "almost every example keeps at least one unsaturated head",
                   "many examples have every head saturated", symbol="H") + f" ({shares})")
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`): ``verdict(summarize(results))``."""
+    return verdict(summarize(results))
+
+
+def recorded_finding() -> Verdict:
+    """The figure's verdict on the recorded paper run (:func:`recorded_paper_run`, which keeps saturation
+    statistics rather than weights): ``verdict(recorded_paper_run()[1])``."""
+    return verdict(recorded_paper_run()[1])

@@ -133,3 +133,10 @@ def regression_text(panels: dict) -> str:
         parts.append(f"falls at every step in {name}" if rise < 0 else f"never rises in {name}" if rise == 0
                      else f"rises by up to ${sci(rise)}$ between neighbouring values of {name}")
     return "the regression error " + " and ".join(parts)
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`):
+    ``verdict(summarize(results.records, results.profile))``."""
+    return verdict(summarize(results.records, results.profile))

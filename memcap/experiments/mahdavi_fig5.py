@@ -88,3 +88,10 @@ def below_theory(panels: dict) -> tuple[int, int]:
     """(points where the trained MSE lies below Theorem 1's expected MSE, all points), over both panels."""
     below = sum(int((p["mse"] < p["theory"]).sum()) for p in panels.values())
     return below, sum(p["mse"].size for p in panels.values())
+
+
+def finding(results) -> Verdict:
+    """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
+    recorded run's from :func:`memcap.experiments.recorded.results`):
+    ``verdict(summarize(results.records, results.profile))``."""
+    return verdict(summarize(results.records, results.profile))

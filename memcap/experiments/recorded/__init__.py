@@ -14,6 +14,11 @@ To make one, run the paper sweep into a results cache, then::
     data = recorded.from_cache("dana_fig2b", "results", machine="...",
                                wall_seconds=3410)
     recorded.save(data)
+
+A record of ``records`` reads back as the results of a sweep (:func:`results`, source 'recorded'), so a figure
+summarizes it with the very calls it uses for its quick profile, and :func:`findings` decides the verdict of
+every recorded figure through its module's ``finding``: a record written after a paper run on a GPU fills the
+chapters' "recorded run at the paper's size" column and the appendix with no chapter code to add.
 """
 from __future__ import annotations
 
@@ -23,35 +28,54 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["FOLDER", "PROVENANCE", "path", "names", "load", "spec_of", "from_cache", "save"]
+__all__ = ["FOLDER", "ENV", "PROVENANCE", "STATUS_WORDS", "path", "names", "load", "spec_of", "results",
+           "results_if_recorded", "finding", "findings", "account", "from_cache", "save"]
 
 FOLDER = Path(__file__).parent
 """Where the records live (shipped with the package)."""
+
+ENV = "MEMCAP_RECORDED"
+"""An environment variable naming another folder of records, read in place of :data:`FOLDER` (e.g. records
+fresh from a GPU session, to build the chapters from them before they are copied here and committed)."""
 
 PROVENANCE = ("experiment", "profile", "jobs", "command", "machine", "sweep_wall_seconds", "job_wall_seconds",
               "dates", "engine_version", "git_commit", "torch_version", "config")
 """Fields every record has besides its results."""
 
 
-def path(experiment: str) -> Path:
-    """The record file of ``experiment`` (whether or not it exists)."""
+def _folder(folder) -> Path:
+    if folder is None:
+        folder = os.environ.get(ENV) or FOLDER
+        where = f"the folder of records {ENV}"
+    else:
+        where = "folder"
+    if not isinstance(folder, (str, os.PathLike)) or not Path(folder).is_dir():
+        raise ValueError(f"{where} must be an existing directory of records, got {folder!r}")
+    return Path(folder)
+
+
+def path(experiment: str, folder: str | os.PathLike | None = None) -> Path:
+    """The record file of ``experiment`` in ``folder`` (default: :data:`ENV`'s folder if set, else
+    :data:`FOLDER`; the same default everywhere below), whether or not it exists."""
     if not isinstance(experiment, str) or not experiment.isidentifier():
         raise ValueError(f"experiment must be an experiment's name (e.g. 'dana_fig1b'), got {experiment!r}")
-    return FOLDER / f"{experiment}_paper.json"
+    return _folder(folder) / f"{experiment}_paper.json"
 
 
-def names() -> list[str]:
-    """The experiments that have a record, sorted."""
-    return sorted(p.name.removesuffix("_paper.json") for p in FOLDER.glob("*_paper.json"))
+def names(folder: str | os.PathLike | None = None) -> list[str]:
+    """The experiments that have a record in ``folder``, sorted."""
+    return sorted(p.name.removesuffix("_paper.json") for p in _folder(folder).glob("*_paper.json"))
 
 
-def load(experiment: str, payload: str | None = None) -> tuple[dict, list]:
+def load(experiment: str, payload: str | None = None, folder: str | os.PathLike | None = None
+         ) -> tuple[dict, list]:
     """``(provenance, results)`` of ``experiment``'s record: ``results`` is its ``payload`` field (a list;
     None: ``records``, or ``models`` in a record without ``records``), ``provenance`` every other field.
     ValueError when there is no record, or a field is missing."""
-    file = path(experiment)
+    file = path(experiment, folder)
     if not file.exists():
-        raise ValueError(f"experiment {experiment!r} has no recorded paper run (have: {', '.join(names())})")
+        raise ValueError(f"experiment {experiment!r} has no recorded paper run (have: "
+                         f"{', '.join(names(folder))})")
     data = json.loads(file.read_text(encoding="utf-8"))
     if payload is None:
         payload = "records" if "records" in data else "models"
@@ -74,6 +98,103 @@ def spec_of(record: dict):
     cls = MHASpec if record["model"] == "mha" else AoTSpec
     return spec_from_dict({"model": record["model"], **{f.name: record[f.name] for f in fields(cls)
                                                         if f.name in record}})
+
+
+_MANIFEST = ("memcap_version", "engine_version", "git_commit", "git_modified", "torch_version", "python_version",
+             "device_name", "dtype")
+"""The fields of a cache manifest that a record keeps once for all its jobs."""
+
+
+def results(experiment: str, folder: str | os.PathLike | None = None):
+    """``experiment``'s record as the results of its paper sweep: an
+    :class:`~memcap.experiments.ExperimentResults` with ``profile`` 'paper', ``source`` 'recorded', the paper
+    jobs the record covers, each job's records and a manifest per job (commit, device, date, wall time), so
+    that ``.records``, ``.provenance`` and ``.caption`` work as for a sweep's results.
+
+    ValueError when there is no record, when it keeps ``models`` instead of ``records`` (a figure of its own
+    kind, e.g. ``mahdavi_fig3``: see its module), or when its records are not one per model of those jobs,
+    in the jobs' order (today's paper grid changed: the record must be made again).
+    """
+    from memcap import experiments
+
+    info, records = load(experiment, "records", folder)
+    module = experiments.get(experiment)
+    paper = module.jobs("paper")
+    picked = [paper[i] for i in info["jobs"]]
+    per_job, start = [], 0
+    for i, job in zip(info["jobs"], picked):
+        mine = records[start:start + len(job["specs"])]
+        start += len(job["specs"])
+        want = [repr(spec_of(s)) for s in job["specs"]]
+        if [repr(spec_of(r)) for r in mine] != want:
+            raise ValueError(f"the record of {experiment} does not hold paper job {i}'s models in order: today's "
+                             "paper grid differs from the recorded one; make the record again")
+        per_job.append({"records": mine})
+    if start != len(records):
+        raise ValueError(f"the record of {experiment} holds {len(records) - start} records beyond its jobs")
+    common = {k: info.get(k) for k in _MANIFEST if k in info}
+    manifests = tuple({**common, "date": date, "wall_seconds": seconds}
+                      for date, seconds in zip(info["dates"], info["job_wall_seconds"]))
+    return experiments.ExperimentResults(name=experiment, label=module.LABEL, profile="paper", source="recorded",
+                                         jobs=tuple(picked), results=tuple(per_job), manifests=manifests)
+
+
+def results_if_recorded(experiment: str, folder: str | os.PathLike | None = None):
+    """:func:`results` when ``experiment`` has a record in ``folder``, else None: what a figure draws beside
+    its quick panel once a paper run has been recorded."""
+    return results(experiment, folder) if experiment in names(folder) else None
+
+
+STATUS_WORDS = {"yes": "the paper's finding is reproduced", "partly": "the paper's finding is partly reproduced",
+                "no": "the paper's finding is not reproduced"}
+"""How :func:`account` says a verdict's status."""
+
+
+def account(module, folder: str | os.PathLike | None = None) -> str:
+    """A paragraph (MyST) on the experiment ``module``'s recorded paper run for its chapter: what was run, where,
+    when and by which engine, and what its :func:`finding` shows; or, without a record, that none is kept yet
+    and the command that makes one."""
+    from memcap import experiments
+
+    name = module.NAME
+    total = len(experiments.get(name).jobs("paper"))
+    if name not in names(folder):
+        return (f"*At the paper's size.* No run of this figure's paper profile ({total} jobs) is recorded yet: "
+                f"`python -m memcap sweep {name} --profile paper` makes one, on a GPU for the largest grids, and "
+                "`memcap.experiments.recorded` keeps it (see the appendix on reproducing the figures).")
+    info, kept = load(name, None, folder)
+    verdict = finding(module, folder)
+    seconds = info["sweep_wall_seconds"] or sum(info["job_wall_seconds"])
+    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    jobs = f"all {total} paper jobs" if len(info["jobs"]) == total else f"{len(info['jobs'])} of its {total} paper jobs"
+    return (f"*At the paper's size, recorded.* One run of the paper profile ({jobs}, {len(kept)} models) took {took} "
+            f"on {info['machine']}; it was made by engine version {info['engine_version']} at commit "
+            f"{info['git_commit'][:7]} ({info['dates'][-1][:10]}) and is kept with its command in "
+            f"`memcap.experiments.recorded`, read like published data, not recomputed by the build. It shows "
+            f"{verdict.shows}: {STATUS_WORDS[verdict.status]}.")
+
+
+def finding(module, folder: str | os.PathLike | None = None):
+    """The :class:`~memcap.experiments.verdicts.Verdict` of the experiment ``module`` on its recorded paper run:
+    ``module.recorded_finding()`` where the module defines one (a record of its own kind), else
+    ``module.finding(results(module.NAME))``, the call its chapter makes on a sweep's results."""
+    own = getattr(module, "recorded_finding", None)
+    if own is not None:
+        if folder is not None:
+            raise ValueError(f"folder must be None for {module.NAME}, whose record is read by its own module")
+        return own()
+    return module.finding(results(module.NAME, folder))
+
+
+def findings(modules: Sequence, folder: str | os.PathLike | None = None) -> dict:
+    """``{LABEL: Verdict}`` for every experiment module in ``modules`` that has a record in ``folder``, through
+    :func:`finding`: the chapters' column "recorded run at the paper's size"."""
+    from types import ModuleType
+
+    if isinstance(modules, (str, ModuleType)) or not all(isinstance(m, ModuleType) for m in modules):
+        raise ValueError(f"modules must be a sequence of experiment modules, got {modules!r:.80}")
+    have = set(names(folder))
+    return {m.LABEL: finding(m, folder) for m in modules if m.NAME in have}
 
 
 def from_cache(experiment: str, cache: str | os.PathLike | None = None, *, machine: str,
@@ -120,19 +241,17 @@ def from_cache(experiment: str, cache: str | os.PathLike | None = None, *, machi
         "job_wall_seconds": [round(float(e.manifest["wall_seconds"]) + float((e.manifest.get("resumed") or {}).get(
             "earlier_seconds", 0.0)), 1) for e in entries],   # resumed: + its stacks' earlier training time
         "dates": [e.manifest["date"] for e in entries],
-        **{k: first.get(k) for k in ("memcap_version", "engine_version", "git_commit", "git_modified",
-                                      "torch_version", "python_version", "device_name", "dtype")},
+        **{k: first.get(k) for k in _MANIFEST},
         "config": paper[picked[0]]["config"],
         "records": [r for e in entries for r in e.result["records"]],
     }
 
 
 def save(data: dict, folder: str | os.PathLike | None = None) -> Path:
-    """Write ``data`` (as :func:`from_cache` makes it) to its record file in ``folder`` (default: this
-    package's folder); returns the path."""
+    """Write ``data`` (as :func:`from_cache` makes it) to its record file in ``folder``; returns the path."""
     missing = [k for k in PROVENANCE if k not in data]
     if missing:
         raise ValueError(f"data lacks the provenance fields {missing}")
-    target = Path(folder) / path(data["experiment"]).name if folder is not None else path(data["experiment"])
+    target = path(data["experiment"], folder)
     target.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
     return target
