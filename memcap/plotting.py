@@ -36,7 +36,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from memcap._checks import host_array
 
 __all__ = ["THEORY", "MEASURED", "CONSTRUCTED", "PUBLISHED", "RANDOM", "PALETTE", "WIDTH", "HEIGHT", "DPI",
-           "use_style", "figure", "series_colors", "theory_line", "measured", "published", "fit_line",
+           "use_style", "figure", "panels", "series_colors", "theory_line", "measured", "published", "fit_line",
            "log_axis", "finish", "legend_below", "label_line", "check_label"]
 
 THEORY = "#b2182b"
@@ -104,6 +104,29 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float | None = None, height
     w = width if width is not None else WIDTH
     h = height if height is not None else (HEIGHT if nrows == 1 else 0.82 * HEIGHT * nrows)
     fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), squeeze=True, sharex=sharex, sharey=sharey)
+    return fig, axes
+
+
+def panels(n: int, *, height: float | None = None, sharey: bool = False) -> tuple:
+    """``(fig, axes)`` for ``n`` panels two per row, the last one centred when ``n`` is odd: ``axes`` a list of
+    ``n`` Axes in reading order, whatever ``n`` (for a figure that gains a panel when a result is there).
+
+    ``height`` as in :func:`figure`, for all rows; ``sharey``: every panel shares the first one's y axis.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive number of panels, got {n!r}")
+    rows = -(-int(n) // MAX_COLUMNS)
+    if n <= MAX_COLUMNS:
+        fig, axes = figure(ncols=int(n), height=height, sharey=sharey)
+        return fig, list(np.atleast_1d(axes))
+    fig, _ = figure(nrows=1, height=height if height is not None else 0.82 * HEIGHT * rows)
+    fig.clear()
+    grid = fig.add_gridspec(rows, 2 * MAX_COLUMNS)
+    axes = []
+    for i in range(int(n)):
+        row, col = divmod(i, MAX_COLUMNS)
+        start = 1 if i == n - 1 and n % MAX_COLUMNS else 2 * col          # the odd last panel: centred
+        axes.append(fig.add_subplot(grid[row, start:start + 2], sharey=axes[0] if sharey and axes else None))
     return fig, axes
 
 
@@ -235,7 +258,7 @@ def _panel_holds(ax, box) -> bool:
     legend under one panel has once the layout is done)."""
     fig = ax.figure
     spec = ax.get_subplotspec()
-    columns = spec.get_gridspec().ncols if spec is not None else 1
+    columns = spec.get_gridspec().ncols / len(spec.colspan) if spec is not None else 1
     wide = box.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
     return wide <= 0.95 * fig.get_figwidth() / columns
 

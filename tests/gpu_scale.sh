@@ -14,6 +14,9 @@
 #    results/ back (copy OUTDIR/results into ./results) and the next lease goes on from there.
 #    MEMCAP_COMPILE (default never) and MEMCAP_CUDA_GRAPHS (default never) choose the step of the sweeps: set
 #    them from what step 2 measured. -> OUTDIR/sweeps.log
+# 4. a record (memcap.experiments.recorded) of every experiment whose paper jobs are all finished in the cache,
+#    at one commit, with the GPU's name as its machine -> OUTDIR/recorded/<experiment>_paper.json; copy them into
+#    memcap/experiments/recorded/ (or first look at the chapters with MEMCAP_RECORDED=that folder) and commit.
 # Needs torch, numpy, sympy, matplotlib and pytest only. Keep SECONDS a few minutes under the lease.
 set -uo pipefail
 out="${1:?usage: bash tests/gpu_scale.sh OUTDIR SECONDS [EXPERIMENT ...]}"; budget="${2:?SECONDS}"; shift 2
@@ -91,3 +94,29 @@ for name in "${names[@]}"; do
   echo "$name: exit $? after $(( $(date +%s) - s0 )) s" | tee -a "$out/sweeps.log"
 done
 python3 -m memcap cache --cache "$out/results" > "$out/cache.txt" 2>&1; cat "$out/cache.txt"
+python3 - "$out" <<'PY'
+import sys
+from pathlib import Path
+
+import torch
+
+from memcap import experiments
+from memcap.experiments import recorded
+
+out = Path(sys.argv[1])
+folder = out / "recorded"
+folder.mkdir(exist_ok=True)
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+for name in experiments.EXPERIMENTS:
+    module = experiments.get(name)
+    if not hasattr(module, "finding") or hasattr(module, "recorded_finding"):
+        continue            # Part III's experiments, and mahdavi_fig3's record of its own kind
+    try:
+        data = recorded.from_cache(name, out / "results", machine=f"one {gpu} (a lent device machine, tests/gpu_scale.sh)",
+                                   command=f"python -m memcap sweep {name} --profile paper --executor inprocess")
+    except ValueError as e:
+        print(f"{name}: no record yet ({e})")
+        continue
+    print(f"{name}: recorded {len(data['records'])} models in {recorded.save(data, folder)}")
+PY
+echo "records: exit $?"

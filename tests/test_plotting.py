@@ -167,3 +167,22 @@ def test_tensors_are_drawn_from_the_cpu():
     (fit,) = plotting.fit_line(ax, x, lambda g: torch.as_tensor(g) * 2, None, points=5)
     assert fit.get_ydata().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     matplotlib.pyplot.close(fig)
+
+
+def test_panels_puts_two_per_row_and_centres_an_odd_last_one():
+    import matplotlib.pyplot
+
+    for n, rows in ((1, 1), (2, 1), (3, 2), (5, 3)):
+        fig, axes = plotting.panels(n, sharey=True)
+        assert isinstance(axes, list) and len(axes) == n
+        specs = [ax.get_subplotspec() for ax in axes]
+        assert {s.rowspan.start for s in specs} == set(range(rows))
+        if n > 2:
+            last = specs[-1]
+            if n % 2:   # centred: the middle two of four grid columns
+                assert (last.colspan.start, last.colspan.stop) == (1, 3)
+            assert all(ax.get_shared_y_axes().joined(axes[0], ax) for ax in axes)
+        matplotlib.pyplot.close(fig)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="n must be a positive number of panels"):
+            plotting.panels(bad)

@@ -143,3 +143,33 @@ def test_the_shipped_records_decide_the_chapters_column():
     assert set(found) == {experiments.get(n).LABEL for n in recorded.names()}
     assert found["mha-fig-3"] == mahdavi_fig3.verdict(mahdavi_fig3.recorded_paper_run()[1])
     assert found["aot-fig-2b"] == dana_fig2b.verdict(dana_fig2b.summarize(recorded.load("dana_fig2b")[1]))
+
+
+def test_caption_account_and_results_if_recorded_say_whether_a_run_is_kept(tmp_path):
+    from memcap.experiments import dana_fig2b, mahdavi_fig2c
+
+    assert recorded.results_if_recorded("mahdavi_fig2c", tmp_path) is None
+    assert recorded.caption("mahdavi_fig2c", "Right", tmp_path) == "No run at the paper's size is recorded yet."
+    none = recorded.account(mahdavi_fig2c, tmp_path)
+    assert none.startswith("*At the paper's size.* No run") and "sweep mahdavi_fig2c --profile paper" in none
+    cache, paper = made_up_cache(tmp_path, "dana_fig2b", range(len(experiments.get("dana_fig2b").jobs("paper"))))
+    recorded.save(recorded.from_cache("dana_fig2b", cache.root, machine="a test box", wall_seconds=600.0), tmp_path)
+    assert recorded.results_if_recorded("dana_fig2b", tmp_path).source == "recorded"
+    assert recorded.caption("dana_fig2b", "Bottom", tmp_path) == (
+        "Bottom: a run at the paper's grid, recorded (paper profile, recorded run: commit aaaaaaa, unknown "
+        "device, 2026-11-26), read like published data.")
+    text = recorded.account(dana_fig2b, tmp_path)
+    verdict = recorded.finding(dana_fig2b, tmp_path)
+    assert text.startswith("*At the paper's size, recorded.* One run of the paper profile (all 11 paper jobs, "
+                           "385 models) took 10 min on a test box") and "commit aaaaaaa" in text
+    assert text.endswith(f"It shows {verdict.shows}: {recorded.STATUS_WORDS[verdict.status]}.")
+    with pytest.raises(ValueError, match="where must name the recorded panel's place"):
+        recorded.caption("dana_fig2b", " ", tmp_path)
+
+
+def test_the_environment_variable_moves_the_default_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(recorded.ENV, str(tmp_path))
+    assert recorded.names() == [] and recorded.path("dana_fig1b") == tmp_path / "dana_fig1b_paper.json"
+    monkeypatch.setenv(recorded.ENV, str(tmp_path / "gone"))
+    with pytest.raises(ValueError, match="the folder of records MEMCAP_RECORDED must be an existing directory"):
+        recorded.names()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 __all__ = ["FOLDER", "ENV", "PROVENANCE", "STATUS_WORDS", "path", "names", "load", "spec_of", "results",
-           "results_if_recorded", "finding", "findings", "account", "from_cache", "save"]
+           "results_if_recorded", "caption", "finding", "findings", "account", "from_cache", "save"]
 
 FOLDER = Path(__file__).parent
 """Where the records live (shipped with the package)."""
@@ -143,6 +143,17 @@ def results_if_recorded(experiment: str, folder: str | os.PathLike | None = None
     """:func:`results` when ``experiment`` has a record in ``folder``, else None: what a figure draws beside
     its quick panel once a paper run has been recorded."""
     return results(experiment, folder) if experiment in names(folder) else None
+
+
+def caption(experiment: str, where: str, folder: str | os.PathLike | None = None) -> str:
+    """A sentence for the caption of ``experiment``'s figure about its recorded panel, placed at ``where`` (e.g.
+    'Middle', 'Right'): which run it draws, or, without a record, that there is none yet."""
+    if not isinstance(where, str) or not where.strip():
+        raise ValueError(f"where must name the recorded panel's place (e.g. 'Middle'), got {where!r}")
+    found = results_if_recorded(experiment, folder)
+    if found is None:
+        return "No run at the paper's size is recorded yet."
+    return f"{where}: a run at the paper's grid, recorded {found.caption}, read like published data."
 
 
 STATUS_WORDS = {"yes": "the paper's finding is reproduced", "partly": "the paper's finding is partly reproduced",
