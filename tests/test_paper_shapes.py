@@ -45,7 +45,7 @@ def test_a_chapter_draws_the_paper_profile_and_every_recorded_run(chapter, paper
     for fig in figures:
         account, caption = glue[f"{prefix}{fig}-recorded"], glue[f"{prefix}{fig}-rec-caption"]
         assert account.startswith("*At the paper's size, recorded.*") and "made-up results of a test" in account
-        assert ": a run at the paper's grid, recorded (paper profile, recorded run: commit aaaaaaa" in caption
+        assert ": a run at the paper's grid (paper profile, recorded run: commit aaaaaaa" in caption
     summary = glue[f"{prefix}summary"]
     assert summary.count("\n|") == summary.count("\n") and "not recorded" not in summary
     assert summary.count("| {numref}") == len([n for n in PAPERS if n.startswith(family)])

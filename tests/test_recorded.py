@@ -156,13 +156,13 @@ def test_caption_account_and_results_if_recorded_say_whether_a_run_is_kept(tmp_p
     recorded.save(recorded.from_cache("dana_fig2b", cache.root, machine="a test box", wall_seconds=600.0), tmp_path)
     assert recorded.results_if_recorded("dana_fig2b", tmp_path).source == "recorded"
     assert recorded.caption("dana_fig2b", "Bottom", tmp_path) == (
-        "Bottom: a run at the paper's grid, recorded (paper profile, recorded run: commit aaaaaaa, unknown "
-        "device, 2026-11-26), read like published data.")
+        "Bottom: a run at the paper's grid (paper profile, recorded run: commit aaaaaaa, unknown device, "
+        "2026-11-26), read like published data.")
     text = recorded.account(dana_fig2b, tmp_path)
     verdict = recorded.finding(dana_fig2b, tmp_path)
     assert text.startswith("*At the paper's size, recorded.* One run of the paper profile (all 11 paper jobs, "
                            "385 models) took 10 min on a test box") and "commit aaaaaaa" in text
-    assert text.endswith(f"It shows {verdict.shows}: {recorded.STATUS_WORDS[verdict.status]}.")
+    assert text.endswith(f"It shows {verdict.shows}; {recorded.STATUS_WORDS[verdict.status]}.")
     with pytest.raises(ValueError, match="where must name the recorded panel's place"):
         recorded.caption("dana_fig2b", " ", tmp_path)
 

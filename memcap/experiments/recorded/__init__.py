@@ -153,7 +153,7 @@ def caption(experiment: str, where: str, folder: str | os.PathLike | None = None
     found = results_if_recorded(experiment, folder)
     if found is None:
         return "No run at the paper's size is recorded yet."
-    return f"{where}: a run at the paper's grid, recorded {found.caption}, read like published data."
+    return f"{where}: a run at the paper's grid {found.caption}, read like published data."
 
 
 STATUS_WORDS = {"yes": "the paper's finding is reproduced", "partly": "the paper's finding is partly reproduced",
@@ -182,7 +182,7 @@ def account(module, folder: str | os.PathLike | None = None) -> str:
             f"on {info['machine']}; it was made by engine version {info['engine_version']} at commit "
             f"{info['git_commit'][:7]} ({info['dates'][-1][:10]}) and is kept with its command in "
             f"`memcap.experiments.recorded`, read like published data, not recomputed by the build. It shows "
-            f"{verdict.shows}: {STATUS_WORDS[verdict.status]}.")
+            f"{verdict.shows}; {STATUS_WORDS[verdict.status]}.")
 
 
 def finding(module, folder: str | os.PathLike | None = None):
