@@ -83,7 +83,13 @@ def read_pdf(path: Path) -> list[PdfPage]:
             read = PdfPage(text.get_text_range(), page.get_width())
             read.boxes = [text.get_rect(k) for k in range(text.count_rects())]
             for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH, raw.FPDF_PAGEOBJ_IMAGE], max_depth=8):
-                read.drawings.append(obj.get_bounds())
+                box = obj.get_bounds()
+                if box[3] - box[1] > page.get_height():
+                    # taller than the page: the geometry of a box that Chromium fragments across pages (or a
+                    # glyph outline it draws huge and clips), painted on every page it spans, clipped there;
+                    # about 90 per edition. Its bounds say nothing of what this page shows, so not counted.
+                    continue
+                read.drawings.append(box)
                 read.images += obj.type == raw.FPDF_PAGEOBJ_IMAGE
             pages.append(read)
     finally:
