@@ -2,8 +2,8 @@
 ``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``pdf``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--progress|--no-progress]
-  [--threads N]``: run (or resume) an
+  [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--cuda-graphs always|never]
+  [--progress|--no-progress] [--threads N]``: run (or resume) an
   experiment's jobs into the results cache (by default one single-threaded process per core on a
   multi-core CPU), with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
   once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
@@ -12,7 +12,8 @@
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
 * ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|standard|large|all]
-  [--device DEV] [--repeats R] [--compile auto|always|never] [--json] [--threads N]``: stacked engine vs
+  [--device DEV] [--repeats R] [--compile auto|always|never] [--cuda-graphs always|never] [--json] [--threads N]``:
+  stacked engine vs
   one-model-at-a-time loop vs the authors' recipes, and the fraction of peak.
 * ``student-edition [--output DIR] [--pdf]``: build the book without solutions (strict, like the full build),
   with ``--pdf`` also its PDF.
@@ -32,8 +33,9 @@
 threads (tiny models often run fastest on 1; at most the machine's logical CPUs), before the command or
 after ``sweep``, ``bench`` and ``doctor`` (after wins). A wrong argument prints one line and exits with
 status 2, before any work: so do a device this machine lacks (``--device`` or ``MEMCAP_DEVICE``: an unknown
-kind, a missing GPU, a CUDA index past the last, a malformed index), a ``MEMCAP_COMPILE`` that is not a
-mode, ``--compile always`` where it cannot be done (no C++ compiler, not a CPU) and a path that cannot serve
+kind, a missing GPU, a CUDA index past the last, a malformed index), a ``MEMCAP_COMPILE`` or
+``MEMCAP_CUDA_GRAPHS`` that is not a mode, ``--compile always`` where it cannot be done (no C++ compiler, not a
+CPU), ``--cuda-graphs always`` (or the variable's) off CUDA, and a path that cannot serve
 (``--cache``/``MEMCAP_CACHE`` or ``--output`` naming a file or a path below one, or a folder that cannot
 be written for ``sweep``, ``cache --prune``, ``student-edition`` and ``grade``, found by creating and
 removing an empty folder there). Any other error keeps its traceback (status 1).
@@ -187,20 +189,28 @@ def _device(args: argparse.Namespace) -> None:
 
 
 def _compile(args: argparse.Namespace) -> None:
-    """Refuse (UsageError) a ``MEMCAP_COMPILE`` that is not a mode and ``--compile always`` (or the variable's)
-    where it cannot be done; ``args.compile`` becomes the mode in force."""
+    """Refuse (UsageError) a ``MEMCAP_COMPILE`` or ``MEMCAP_CUDA_GRAPHS`` that is not a mode, ``--compile
+    always`` (or the variable's) where it cannot be done and ``--cuda-graphs always`` (or the variable's) off
+    CUDA; ``args.compile`` and ``args.cuda_graphs`` become the modes in force."""
     from memcap.device import pick_device
+    from memcap.train import graphs
     from memcap.train.compiled import ENV, compile_blocker, compile_mode
 
     flag = "--compile" if args.compile is not None else ENV
+    graphs_flag = "--cuda-graphs" if args.cuda_graphs is not None else graphs.ENV
     try:
         mode = compile_mode(args.compile)
+        graph_mode = graphs.graph_mode(args.cuda_graphs)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    blocker = compile_blocker(pick_device(getattr(args, "device", None)))
+    device = pick_device(getattr(args, "device", None))
+    blocker = compile_blocker(device)
     if mode == "always" and blocker is not None:
         raise UsageError(f"{flag}: 'always' cannot be honoured here: {blocker}; use auto or never")
-    args.compile = mode
+    if graph_mode == "always" and device.type != "cuda":
+        raise UsageError(f"{graphs_flag}: 'always' cannot be honoured here: CUDA graphs need a CUDA device, and "
+                         f"this run is on {device}; use never")
+    args.compile, args.cuda_graphs = mode, graph_mode
 
 
 def _profile(args: argparse.Namespace) -> str:
@@ -215,19 +225,23 @@ def _profile(args: argparse.Namespace) -> str:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    """The compile mode travels to the jobs in ``MEMCAP_COMPILE``: the workers of a pool, started by this
-    process, inherit it; it is restored when the sweep ends (main() may be called again in one process)."""
+    """The compile and CUDA-graph modes travel to the jobs in ``MEMCAP_COMPILE`` and ``MEMCAP_CUDA_GRAPHS``: the
+    workers of a pool, started by this process, inherit them; they are restored when the sweep ends (main() may
+    be called again in one process)."""
+    from memcap.train import graphs
     from memcap.train.compiled import ENV
 
-    before = os.environ.get(ENV)
-    os.environ[ENV] = args.compile
+    modes = {ENV: args.compile, graphs.ENV: args.cuda_graphs}
+    before = {name: os.environ.get(name) for name in modes}
+    os.environ.update(modes)
     try:
         return _run_sweep(args)
     finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
@@ -329,7 +343,8 @@ def _bench(args: argparse.Namespace) -> int:
               "paper": PAPER_WORKLOADS, "large": LARGE_WORKLOADS}
     workloads = groups.get(args.workload, (args.workload,))
     result = run_bench(workloads, models=args.models, steps=args.steps, authors_steps=args.authors_steps,
-                       device=args.device, repeats=args.repeats, compile=args.compile)
+                       device=args.device, repeats=args.repeats, compile=args.compile,
+                       cuda_graphs=args.cuda_graphs)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
 
@@ -410,9 +425,12 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     from memcap.experiments.sweep import EXECUTORS, PROFILES
     from memcap.textbook.grading import SANDBOXES
     from memcap.train.compiled import COMPILE_MODES
+    from memcap.train.graphs import GRAPH_MODES
 
     compile_help = ("torch.compile for the training step: auto (default, or MEMCAP_COMPILE): on a CPU with a C++ "
                     "compiler, for jobs of 10,000 steps and more (the paper profiles); always; never")
+    graphs_help = ("record each stack's training step once as a CUDA graph and replay it (CUDA only; the same "
+                   "kernels on the same data as the eager step): always, or never (default, or MEMCAP_CUDA_GRAPHS)")
 
     parser = _Parser(prog=prog, description=DESCRIPTION, formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", help="print memcap's version and engine version, then exit",
@@ -448,6 +466,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                                                        "local cluster)")
     sweep.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
     sweep.add_argument("--compile", choices=COMPILE_MODES, default=None, help=compile_help)
+    sweep.add_argument("--cuda-graphs", choices=GRAPH_MODES, default=None, help=graphs_help)
     sweep.add_argument("--checkpoint-every", type=_seconds, default=60.0, metavar="SECONDS",
                        help="save a running job's training state this often, beside its cache entry, so that a "
                             "sweep stopped mid-job goes on from there when run again (default 60; 0: no checkpoints)")
@@ -478,6 +497,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                        help="cuda, cuda:K, mps or cpu (default: MEMCAP_DEVICE, else the GPU if any, else cpu)")
     bench.add_argument("--json", action="store_true", help="print the whole result as JSON")
     bench.add_argument("--compile", choices=COMPILE_MODES, default=None, help=compile_help)
+    bench.add_argument("--cuda-graphs", choices=GRAPH_MODES, default=None, help=graphs_help)
     threads(bench)
     student = command("student-edition", "build the book without solutions (from the book's root)",
                       _student_edition)

@@ -37,16 +37,18 @@ def made_up(spec: dict) -> dict:
             "memorized": acc == 1.0, "steps": 10, "stop_step": 10 if acc == 1.0 else -1}
 
 
-def made_up_cache(root, name: str, picked, commit: str = "a" * 40):
+def made_up_cache(root, name: str, picked, commit: str = "a" * 40, replayed=()):
     """``(cache, paper_jobs)``: the cache ``root``/cache holding made-up results for the paper train jobs
-    ``picked`` (indices) of experiment ``name``, as this engine version at ``commit``."""
+    ``picked`` (indices) of experiment ``name``, as this engine version at ``commit``; the jobs ``replayed``
+    say in their manifests that their steps were replayed as CUDA graphs."""
     cache = ResultCache(Path(root) / "cache")
     paper = experiments.get(name).jobs("paper")
     for i in picked:
         records = [made_up(s) for s in paper[i]["specs"]]
         cache.put(name, paper[i], {"records": records},
                   {"engine_version": ENGINE_VERSION, "git_commit": commit, "wall_seconds": 2.0 + i,
-                   "date": "2026-11-26T00:00:00+00:00", "torch_version": "x", "dtype": "float32"})
+                   "date": "2026-11-26T00:00:00+00:00", "torch_version": "x", "dtype": "float32",
+                   "cuda_graphs": "always" if i in replayed else "never"})
     return cache, paper
 
 

@@ -64,8 +64,22 @@ def test_run_bench_reports_every_ratio():
     assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / result["peak_gflops"])
     assert r["loop_fraction_of_peak"] == pytest.approx(r["fraction_of_peak"] / r["speedup"])   # same FLOPs
     assert "vs authors" in bench.format_bench(result)
+    assert result["cuda_graphs"] == "never" and "CUDA graphs" not in bench.format_bench(result)
     with pytest.raises(ValueError, match="workloads must be names in"):
         bench.run_bench(("gpu",), steps=1)
+
+
+def test_run_bench_runs_and_reports_the_cuda_graph_mode(monkeypatch):
+    """Every engine run of the bench (stacked, one model at a time, warm-up) takes the mode; the result says it."""
+    modes = []
+    real = bench.train_models
+    monkeypatch.setattr(bench, "train_models", lambda *a, **k: modes.append(k["cuda_graphs"]) or real(*a, **k))
+    result = bench.run_bench(("aot",), models=2, steps=3, authors_steps=2, device="cpu", command="t", repeats=1,
+                             cuda_graphs="always")   # on a CPU: the recordable step, not recorded
+    assert result["cuda_graphs"] == "always" and "steps recorded as CUDA graphs" in bench.format_bench(result)
+    assert len(modes) == 4 and set(modes) == {"always"}   # warm-up, two models alone, the stack
+    with pytest.raises(ValueError, match="cuda_graphs must be one of"):
+        bench.run_bench(("aot",), steps=1, cuda_graphs="yes")
 
 
 def test_run_bench_reports_the_median_of_its_repeats():

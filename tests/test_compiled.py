@@ -178,17 +178,22 @@ def test_a_sweep_hands_its_mode_to_the_jobs_and_restores_the_environment(monkeyp
     from memcap.experiments import sweep
     from memcap.experiments.sweep import train_job
 
-    seen = []
+    seen, graphs_seen = [], []
     monkeypatch.setattr(loop, "use_compile", lambda mode, device, steps: seen.append(mode) or False)
+    monkeypatch.setattr(loop, "graph_mode", lambda mode: graphs_seen.append(os.environ.get("MEMCAP_CUDA_GRAPHS"))
+                        or "never")
     monkeypatch.setenv("MEMCAP_DEVICE", "cpu")
     monkeypatch.delenv("MEMCAP_COMPILE", raising=False)
+    monkeypatch.delenv("MEMCAP_CUDA_GRAPHS", raising=False)
     job = train_job([AoTSpec(heads=1, head_dim=1, dim=1, vocab=3)], TrainConfig(steps=2, batch_size=2, device="cpu"))
     monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: [job])
     assert main(["sweep", "dana_fig4", "--cache", str(tmp_path), "--executor", "inprocess",
-                 "--compile", "never"]) == 0
+                 "--compile", "never", "--cuda-graphs", "never"]) == 0
     assert seen == ["never"] and "MEMCAP_COMPILE" not in os.environ
+    assert graphs_seen == ["never"] and "MEMCAP_CUDA_GRAPHS" not in os.environ
     entry = sweep.ResultCache(tmp_path).get("dana_fig4", job)
     assert entry["compiled"] == [False]
+    assert sweep.ResultCache(tmp_path).lookup("dana_fig4", job).manifest["cuda_graphs"] == "never"
 
 
 def test_no_warnings_from_the_eager_path():

@@ -70,6 +70,17 @@ def test_from_cache_collects_the_finished_jobs_and_save_writes_them(tmp_path):
     assert out == tmp_path / "dana_fig2b_paper.json" and json.loads(out.read_text()) == data
 
 
+def test_the_default_command_says_which_jobs_were_replayed_as_cuda_graphs(tmp_path):
+    cache, _ = made_up_cache(tmp_path / "all", "dana_fig2b", [0, 3], replayed=(0, 3))
+    data = recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0, 3])
+    assert data["command"] == "python -m memcap sweep dana_fig2b --profile paper --cuda-graphs always"
+    cache, _ = made_up_cache(tmp_path / "some", "dana_fig2b", [0, 3], replayed=(3,))
+    data = recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0, 3])
+    assert data["command"] == ("python -m memcap sweep dana_fig2b --profile paper "
+                               "(paper jobs 3 with --cuda-graphs always)")
+    assert recorded.from_cache("dana_fig2b", cache.root, machine="m", jobs=[0, 3], command="mine")["command"] == "mine"
+
+
 def test_from_cache_refuses_unfinished_or_mixed_work(tmp_path):
     cache, paper = made_up_cache(tmp_path, "dana_fig2b", [0])
     with pytest.raises(ValueError, match="paper job 1 of dana_fig2b is missing.*finish the sweep"):

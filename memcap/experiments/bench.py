@@ -34,6 +34,7 @@ from memcap.experiments.syn_prose import count_noun
 from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict, train_models
 from memcap.train.authors import train_like_authors
 from memcap.train.compiled import compile_mode, use_compile
+from memcap.train.graphs import graph_mode
 
 __all__ = ["WORKLOADS", "SMALL_WORKLOADS", "PAPER_WORKLOADS", "LARGE_WORKLOADS", "workload", "flops_per_model_step", "peak_gflops",
            "run_bench", "format_bench"]
@@ -135,7 +136,7 @@ def _timed(fn, device: torch.device) -> tuple[float, float]:
 
 def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16, steps: int = 200,
               authors_steps: int | None = None, device: str | None = None, command: str | None = None,
-              repeats: int = 3, compile: str | None = None) -> dict:
+              repeats: int = 3, compile: str | None = None, cuda_graphs: str | None = None) -> dict:
     """Time the stacked engine, the one-model loop and the authors' recipe on each workload.
 
     Every model does ``steps`` steps in the engine (stacked and looped) and ``authors_steps`` (default
@@ -148,9 +149,12 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
     the median seconds of each side and every timing (``*_seconds_each``), the peak memory (MiB; on
     CPU the process's peak resident set, which only grows), ``compiled`` and ``warmup_seconds``.
     ``compile``: 'auto', 'always', 'never' or None (``MEMCAP_COMPILE``, else 'auto'), applied to each
-    workload at its jobs' step count (see the module's docstring).
+    workload at its jobs' step count (see the module's docstring). ``cuda_graphs``: 'always', 'never' or None
+    (``MEMCAP_CUDA_GRAPHS``, else 'never'), whether the engine's steps (stacked and one model at a time) are
+    recorded as CUDA graphs and replayed (``memcap.train.graphs``); the result's ``cuda_graphs`` says which.
     """
     mode = compile_mode(compile)
+    graphs = graph_mode(cuda_graphs)
     k, S = positive_int("models", models), positive_int("steps", steps)
     R = positive_int("repeats", repeats)
     workloads = listed("workloads", workloads, f"workload names from {WORKLOADS}")
@@ -161,7 +165,7 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
     dev = pick_device(device)
     out = {"hardware": describe(dev), "command": command if command is not None else "python -m memcap " + " ".join(sys.argv[1:]),
            "models": k, "steps": S, "authors_steps": A, "repeats": R, "peak_gflops": peak_gflops(dev),
-           "workloads": {}}
+           "cuda_graphs": graphs, "workloads": {}}
     for name in workloads:
         specs, config = workload(name, k)
         job_steps = config.steps if name in PAPER_WORKLOADS + LARGE_WORKLOADS else S   # what decides compiling in a real job
@@ -175,20 +179,21 @@ def run_bench(workloads: tuple[str, ...] = SMALL_WORKLOADS, *, models: int = 16,
         short = TrainConfig(**{**config.to_dict(), "steps": 2 if compiled else 5, "betas": config.betas})
         start = time.perf_counter()
         if compiled:   # every stack shape the timed runs meet: the stack's and each model's alone
-            train_models(specs, short, compile=how)
+            train_models(specs, short, compile=how, cuda_graphs=graphs)
             for s in specs:
-                train_models([s], short, compile=how)
+                train_models([s], short, compile=how, cuda_graphs=graphs)
         else:
-            train_models(specs[:2], short, compile=how)
+            train_models(specs[:2], short, compile=how, cuda_graphs=graphs)
         warmup = time.perf_counter() - start
         train_like_authors(specs[0], config, 2, device=dev)   # its first call pays one-time costs (2.6x on mha)
         each: dict[str, list[float]] = {"loop": [], "stacked": [], "authors": []}
         loop_mem = stack_mem = 0.0
         for _ in range(R):
-            seconds, mem = _timed(lambda: [train_models([s], config, compile=how) for s in specs], dev)
+            seconds, mem = _timed(lambda: [train_models([s], config, compile=how, cuda_graphs=graphs)
+                                           for s in specs], dev)
             each["loop"].append(seconds)
             loop_mem = max(loop_mem, mem)
-            seconds, mem = _timed(lambda: train_models(specs, config, compile=how), dev)
+            seconds, mem = _timed(lambda: train_models(specs, config, compile=how, cuda_graphs=graphs), dev)
             each["stacked"].append(seconds)
             stack_mem = max(stack_mem, mem)
             each["authors"].append(_timed(lambda: [train_like_authors(s, config, A, device=dev) for s in specs],
@@ -219,7 +224,8 @@ def format_bench(result: dict) -> str:
     lines = [f"memcap bench: {count_noun(result['models'], 'model')} x {count_noun(result['steps'], 'step')} on {hw['device']} (paper workloads: "
              f"their own models; {count_noun(result['authors_steps'], 'step')} in the authors' recipes) ({hw['device_name']}; "
              f"{count_noun(hw['cpu_count'], 'CPU core')}, {count_noun(hw['torch_threads'], 'torch thread')}), torch {hw['torch']}, Python {hw['python']}; float32 matrix product: "
-             f"{result['peak_gflops']:.0f} GFLOP/s; median of {count_noun(result['repeats'], 'timing')} per side",
+             f"{result['peak_gflops']:.0f} GFLOP/s; median of {count_noun(result['repeats'], 'timing')} per side"
+             + ("; steps recorded as CUDA graphs" if result.get("cuda_graphs") == "always" else ""),
              f"command: {result['command']}"]
     for name, r in result["workloads"].items():
         lines.append(f"  {name} ({count_noun(r['models'], 'model')}{', compiled' if r.get('compiled') else ''}): "

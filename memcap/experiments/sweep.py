@@ -163,10 +163,12 @@ def git_state() -> tuple[str | None, bool | None]:
 
 
 def environment(job: dict) -> dict[str, Any]:
-    """Where ``job`` runs, for its manifest: versions, git commit, device and its name, dtype."""
+    """Where ``job`` runs, for its manifest: versions, git commit, device and its name, dtype, and whether its
+    steps are recorded as CUDA graphs (``cuda_graphs``: the mode of ``MEMCAP_CUDA_GRAPHS``)."""
     import torch
 
     from memcap.device import describe
+    from memcap.train.graphs import graph_mode
 
     config = job.get("config") if isinstance(job.get("config"), dict) else {}
     try:
@@ -178,7 +180,7 @@ def environment(job: dict) -> dict[str, Any]:
     return {"memcap_version": __version__, "engine_version": ENGINE_VERSION, "git_commit": commit,
             "git_modified": modified, "torch_version": torch.__version__,
             "python_version": platform.python_version(), "device": device, "device_name": device_name,
-            "dtype": config.get("dtype", _field_defaults("config")["dtype"])}
+            "dtype": config.get("dtype", _field_defaults("config")["dtype"]), "cuda_graphs": graph_mode()}
 
 
 def run_recorded(fn: Callable[[dict], dict], job: dict, checkpoint: str | None = None,

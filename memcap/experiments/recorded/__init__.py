@@ -215,7 +215,8 @@ def from_cache(experiment: str, cache: str | os.PathLike | None = None, *, machi
     where every one of them is finished by this engine version.
 
     ``machine``: the hardware in words; ``wall_seconds``: the sweep's wall time if measured (the jobs' own
-    times come from the cache); ``command``: what ran them (default: the paper sweep's command). All jobs
+    times come from the cache); ``command``: what ran them (default: the paper sweep's command, with
+    ``--cuda-graphs always`` where the jobs' manifests say their steps were replayed as CUDA graphs). All jobs
     must share one config and one git commit. ValueError naming the job otherwise.
     """
     from memcap import experiments
@@ -245,9 +246,16 @@ def from_cache(experiment: str, cache: str | os.PathLike | None = None, *, machi
     if len(commits) != 1:
         raise ValueError(f"the jobs were run at several git commits {sorted(map(str, commits))}: rerun them at one")
     first = entries[0].manifest
+    if command is None:   # the sweep's command, with the CUDA-graph mode its jobs' manifests say they ran in
+        command = f"python -m memcap sweep {experiment} --profile paper"
+        replayed = [i for i, e in zip(picked, entries) if e.manifest.get("cuda_graphs") == "always"]
+        if len(replayed) == len(picked):
+            command += " --cuda-graphs always"
+        elif replayed:
+            command += f" (paper jobs {', '.join(map(str, replayed))} with --cuda-graphs always)"
     return {
         "experiment": experiment, "profile": "paper", "jobs": picked,
-        "command": command or f"python -m memcap sweep {experiment} --profile paper", "machine": machine,
+        "command": command, "machine": machine,
         "sweep_wall_seconds": None if wall_seconds is None else round(float(wall_seconds), 1),
         "job_wall_seconds": [round(float(e.manifest["wall_seconds"]) + float((e.manifest.get("resumed") or {}).get(
             "earlier_seconds", 0.0)), 1) for e in entries],   # resumed: + its stacks' earlier training time
