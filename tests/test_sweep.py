@@ -95,6 +95,39 @@ def test_interrupted_sweep_resumes_and_loses_no_finished_job(tmp_path):
     assert results[0] == cache.get("exp", jobs[0])
 
 
+def test_ctrl_c_that_comes_back_wrapped_is_still_an_interruption(tmp_path):
+    """Ctrl-C during a slow import inside a job (torch.compile's first call imports torch._dynamo) can surface
+    as another exception whose cause is the KeyboardInterrupt (seen in CI: a RuntimeError from a dataclass's
+    __set_name__). The sweep must stop as interrupted, keep the finished jobs, and not report a failed job;
+    an ordinary failure with no interrupt in its chain still fails the sweep."""
+    jobs = _tiny_jobs(3)
+    done = []
+
+    def wrapped(job):
+        if len(done) == 1:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as stop:
+                raise RuntimeError("Error calling __set_name__ on 'Field' instance") from stop
+        done.append(job["seed"])
+        return run_job(job)
+
+    cache = ResultCache(tmp_path)
+    with pytest.raises(SweepInterrupted) as stop:
+        run_sweep("exp", jobs, cache=cache, fn=wrapped)
+    assert (stop.value.computed, stop.value.dropped) == (1, 2)
+    assert cache.get("exp", jobs[0]) is not None
+
+    def failing(job):
+        try:
+            raise ValueError("inner")
+        except ValueError as inner:
+            raise RuntimeError("a job failed") from inner
+
+    with pytest.raises(RuntimeError, match="a job failed"):
+        run_sweep("exp", jobs[1:], cache=cache, fn=failing)
+
+
 def test_inprocess_and_threads_give_identical_results():
     jobs = _tiny_jobs(4)
     serial = run_sweep("exp", jobs, executor=InProcessExecutor())

@@ -744,6 +744,19 @@ class SweepReport:
     corrupt: int
 
 
+def _caused_by_interrupt(err: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in ``err``'s chain of causes: Ctrl-C during an import (torch.compile's
+    first call imports torch._dynamo for seconds) can come back wrapped, e.g. as a RuntimeError from a
+    dataclass's ``__set_name__``; it is still the user's Ctrl-C, not a failed job."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C (or another KeyboardInterrupt) stopped a sweep; every finished job is in the cache."""
 
@@ -838,6 +851,8 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                 except KeyboardInterrupt:
                     raise
                 except BaseException as err:   # keep draining in-flight jobs, then re-raise
+                    if _caused_by_interrupt(err):
+                        raise KeyboardInterrupt from err
                     error = error or err
                     continue
                 if cache is not None:
