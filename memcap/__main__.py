@@ -2,10 +2,11 @@
 ``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``pdf``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
-  [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--cuda-graphs always|never]
+  [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--cuda-graphs always|never] [--merge K]
   [--progress|--no-progress] [--threads N]``: run (or resume) an
   experiment's jobs into the results cache (by default one single-threaded process per core on a
-  multi-core CPU), with a progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
+  multi-core CPU; ``--merge K``: up to K train jobs of one config trained as one run, for a GPU), with a
+  progress bar and ETA on stderr when it is a terminal. Ctrl-C stops it at
   once: finished jobs are already stored, running ones are cancelled, the exit status is 130.
 * ``cache [--cache DIR] [--prune]``: what the results cache holds per experiment and profile (complete,
   stale, corrupt, missing; from which commit, device and date); ``--prune`` deletes stale, corrupt and
@@ -269,7 +270,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     progress = Progress(f"{args.experiment} ({profile})", args.progress)
     try:
         report = run_sweep_report(args.experiment, job_list, executor=executor, cache=cache, progress=progress,
-                                  checkpoint_every=args.checkpoint_every if args.checkpoint_every > 0 else float("inf"))
+                                  checkpoint_every=args.checkpoint_every if args.checkpoint_every > 0 else float("inf"),
+                                  merge=args.merge)
     except KeyboardInterrupt as stop:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not break the clean-up
         progress.close()
@@ -470,6 +472,10 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     sweep.add_argument("--checkpoint-every", type=_seconds, default=60.0, metavar="SECONDS",
                        help="save a running job's training state this often, beside its cache entry, so that a "
                             "sweep stopped mid-job goes on from there when run again (default 60; 0: no checkpoints)")
+    sweep.add_argument("--merge", type=_positive_int, default=1, metavar="K",
+                       help="train up to K jobs with the same training config as one run, each job's result "
+                            "stored as its own (for a GPU, where one step of several jobs' models costs about "
+                            "what one job's does; default 1: every job alone)")
     sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show a progress bar on stderr (default: only when stderr is a terminal)")
     threads(sweep)

@@ -195,6 +195,8 @@ OUTSIDE_MODULES: dict[str, str] = {
     "memcap.experiments.sweep": "executors and the results cache: jobs (dicts), paths, executor names "
     "(tests/test_sweep.py, "
                     "tests/test_cache.py; command-line paths in tests/test_cli.py)",
+    "memcap.experiments.merge": "train jobs merged into one run and its result split back: jobs (dicts), a "
+                                "run's result and integers, checked (tests/test_merge.py)",
     "memcap.train.adam": "implementation of memcap.train (its public names are memcap.train's __all__)",
     "memcap.train.authors": "the papers' training recipes, timing baselines of memcap.experiments.bench: "
     "a spec, a config and a "

@@ -14,7 +14,8 @@
 #    and speedup_vs_authors)
 # 5. the paper profiles of the EXPERIMENTs (default: Dana et al.'s six, then Mahdavi et al.'s six), one after
 #    the other, into the cache OUTDIR/results, until SECONDS have passed since the start: the sweep running
-#    then is stopped with SIGINT and keeps every finished job and the checkpoint of the running one. Carry
+#    then is stopped with SIGINT and keeps every finished job and the checkpoint of the running one. Up to
+#    GPU_SCALE_MERGE (default 8) jobs of one training config train as one run (sweep --merge). Carry
 #    results/ back (copy OUTDIR/results into ./results) and the next lease goes on from there. -> sweeps.log
 # 6. a record (memcap.experiments.recorded) of every experiment whose paper jobs are all finished in the cache,
 #    at one commit, with the GPU's name as its machine -> OUTDIR/recorded/<experiment>_paper.json; copy them into
@@ -68,7 +69,7 @@ for name in "${names[@]}"; do
   [ "$t" -le 20 ] && { echo "$name: not started (budget spent)" | tee -a "$out/sweeps.log"; continue; }
   s0=$(date +%s)
   timeout -s INT -k 30 "$t" python3 -m memcap sweep "$name" --profile paper --cache "$out/results" \
-    --executor inprocess --no-progress >> "$out/sweeps.log" 2>&1
+    --executor inprocess --merge "${GPU_SCALE_MERGE:-8}" --no-progress >> "$out/sweeps.log" 2>&1
   echo "$name: exit $? after $(( $(date +%s) - s0 )) s" | tee -a "$out/sweeps.log"
 done
 python3 -m memcap cache --cache "$out/results" > "$out/cache.txt" 2>&1; cat "$out/cache.txt"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from memcap.experiments.merge import merged_job
 from memcap.experiments.sweep import ResultCache, run_sweep_report, train_job
 from memcap.train import AoTSpec, MHASpec, TrainConfig, adam, train_models
 from memcap.train.checkpoint import Checkpoint, CheckpointWarning, checkpointing
@@ -157,20 +158,24 @@ _SWEEP = textwrap.dedent("""
     import sys, json
     from memcap.experiments.sweep import ResultCache, run_sweep_report
     jobs = json.loads(sys.argv[2])
-    report = run_sweep_report("exp", jobs, cache=ResultCache(sys.argv[1]), checkpoint_every=0)
+    report = run_sweep_report("exp", jobs, cache=ResultCache(sys.argv[1]), checkpoint_every=0, merge=int(sys.argv[3]))
     print(json.dumps([m.get("resumed") for m in report.manifests]))
 """)
 
 
-def test_a_sweep_killed_mid_job_goes_on_from_its_checkpoint(tmp_path):
+@pytest.mark.parametrize("merge", [1, 2], ids=["one job", "two jobs merged"])
+def test_a_sweep_killed_mid_job_goes_on_from_its_checkpoint(tmp_path, merge):
     """SIGKILL while a job trains: its checkpoint stays beside the cache entry, and the same sweep run again
-    goes on from it, gives the result of an unbroken run, says so in the manifest and removes the checkpoint."""
+    goes on from it, gives the result of an unbroken run, says so in the manifest and removes the checkpoint.
+    Two jobs merged into one run (``merge``): the run's checkpoint, and each job's result as an unbroken
+    merged run gives it."""
     config = TrainConfig(steps=60 * CHUNK, batch_size=8, lr=3e-2, eval_every=CHUNK, early_stop=False)
-    jobs = [train_job(SPECS[:2], config, keep_params=True)]
+    jobs = [train_job(SPECS[:2], config, keep_params=True)] if merge == 1 else \
+        [train_job(SPECS[i:i + 1], config, keep_params=True) for i in range(2)]
     cache = ResultCache(tmp_path / "cache")
-    folder = cache.checkpoint_folder("exp", jobs[0])
+    folder = cache.checkpoint_folder("exp", merged_job(jobs))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, "-c", _SWEEP, str(cache.root), json.dumps(jobs)]
+    argv = [sys.executable, "-c", _SWEEP, str(cache.root), json.dumps(jobs), str(merge)]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -182,21 +187,22 @@ def test_a_sweep_killed_mid_job_goes_on_from_its_checkpoint(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert cache.lookup("exp", jobs[0]).status == "missing"
+    assert {cache.lookup("exp", job).status for job in jobs} == {"missing"}
     assert {status for status, *_ in cache.entries("exp")} <= {"checkpoint", "partial"}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    resumed = json.loads(done.stdout.strip().splitlines()[-1])[0]
-    assert resumed is not None and resumed["resumed_at_steps"] and resumed["resumed_at_steps"][0] > 0
-    assert resumed["earlier_seconds"] > 0
+    for resumed in json.loads(done.stdout.strip().splitlines()[-1]):
+        assert resumed is not None and resumed["resumed_at_steps"] and resumed["resumed_at_steps"][0] > 0
+        assert resumed["earlier_seconds"] > 0
     assert not folder.exists()
-    stored = cache.get("exp", jobs[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fresh = run_sweep_report("exp", jobs, cache=ResultCache(tmp_path / "fresh")).results[0]
-    assert stored["records"] == fresh["records"] and stored["history"] == fresh["history"]
-    assert stored["arrays"].keys() == fresh["arrays"].keys()
-    assert all(np.array_equal(stored["arrays"][k], fresh["arrays"][k]) for k in fresh["arrays"])
+        unbroken = run_sweep_report("exp", jobs, cache=ResultCache(tmp_path / "fresh"), merge=merge).results
+    for job, fresh in zip(jobs, unbroken):
+        stored = cache.get("exp", job)
+        assert stored["records"] == fresh["records"] and stored["history"] == fresh["history"]
+        assert stored["arrays"].keys() == fresh["arrays"].keys()
+        assert all(np.array_equal(stored["arrays"][k], fresh["arrays"][k]) for k in fresh["arrays"])
 
 
 def test_prune_removes_checkpoints_of_another_engine_version_only(tmp_path):

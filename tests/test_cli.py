@@ -413,6 +413,7 @@ REFUSALS = [
     (["bench", "--repeats", "0"], {}, "argument --repeats: must be a positive integer, got '0'"),
     (["bench", "--workload", "fig99"], {}, "argument --workload: invalid choice: 'fig99'"),
     (["doctor", "--steps", "0"], {}, "argument --steps: must be a positive integer, got '0'"),
+    (["sweep", "dana_fig4", "--merge", "0"], {}, "argument --merge: must be a positive integer, got '0'"),
     (["sweep", "dana_fig4", "--executor", "ray"], {}, "argument --executor: invalid choice: 'ray'"),
     (["sweep", "dana_fig4", "--profile", "full"], {}, "argument --profile: invalid choice: 'full'"),
     (["bench", "--cuda-graphs", "sometimes"], {}, "argument --cuda-graphs: invalid choice: 'sometimes'"),

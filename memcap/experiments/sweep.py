@@ -41,8 +41,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from memcap._checks import positive_int
 from memcap._files import atomic_write as _atomic_write
 from memcap._version import ENGINE_VERSION, __version__
+from memcap.experiments.merge import merge_groups, merged_job, split_result
 from memcap.profiles import PROFILES, check_profile, current_profile  # noqa: F401  (re-exported: sweep's callers read them here)
 
 EXECUTORS = ("inprocess", "threads", "processes", "dask")
@@ -779,8 +781,13 @@ class SweepInterrupted(KeyboardInterrupt):
 def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = None,
                      cache: ResultCache | None = None, fn: Callable[[dict], dict] = run_job,
                      progress: Callable[[int, int, int], None] | None = None,
-                     checkpoint_every: float | None = None) -> SweepReport:
+                     checkpoint_every: float | None = None, merge: int = 1) -> SweepReport:
     """Run every job that has no current result in ``cache`` on ``executor``; see :func:`run_sweep`.
+
+    ``merge``: up to this many train jobs with the same config run as one (``memcap.experiments.merge``: on a
+    GPU one step of several jobs' models costs about what one job's does); each job's result is split out
+    and stored as it would be alone, its manifest saying ``merged`` (how many jobs and models ran together,
+    and the run's seconds). 1 (the default): every job runs alone.
 
     With a ``cache``, each job's training keeps checkpoints (``memcap.train.checkpoint``) in
     :meth:`ResultCache.checkpoint_folder` every ``checkpoint_every`` seconds (None: the default, 60 s;
@@ -797,6 +804,7 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
             raise TypeError(f"jobs[{i}] must be a dict, got {type(job).__name__}")
     if cache is not None and not isinstance(cache, ResultCache):
         raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
+    positive_int("merge", merge)
     executor = InProcessExecutor() if executor is None else executor
     if not callable(getattr(executor, "submit", None)):
         raise TypeError(f"executor must have a submit(fn, job) method, got {type(executor).__name__}")
@@ -829,23 +837,23 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
             return functools.partial(run_recorded, fn)
         return functools.partial(run_recorded, fn, checkpoint=str(cache.checkpoint_folder(experiment, job)),
                                  checkpoint_every=checkpoint_every)
-    pending: dict[cf.Future, int] = {}
+    runs = [[todo[j] for j in run] for run in merge_groups([jobs[i] for i in todo], merge)]
+    pending: dict[cf.Future, list[int]] = {}
     error: BaseException | None = None
-    queue = iter(todo)
-    submitted = 0
+    queue = iter(runs)
     try:
         while True:
             while error is None and len(pending) < window:
-                i = next(queue, None)
-                if i is None:
+                run = next(queue, None)
+                if run is None:
                     break
-                submitted += 1
-                pending[executor.submit(task_for(jobs[i]), jobs[i])] = i
+                job = merged_job([jobs[i] for i in run])
+                pending[executor.submit(task_for(job), job)] = run
             if not pending:
                 break
             finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
             for future in finished:
-                i = pending.pop(future)
+                run = pending.pop(future)
                 try:
                     result, manifest = future.result()
                 except KeyboardInterrupt:
@@ -855,21 +863,30 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                         raise KeyboardInterrupt from err
                     error = error or err
                     continue
+                parts = [(result, manifest)]
+                if len(run) > 1:
+                    sizes = [len(jobs[i]["specs"]) for i in run]
+                    together = {"jobs": len(run), "models": sum(sizes), "seconds": result.get("seconds")}
+                    parts = [(part, {**manifest, "merged": together}) for part in split_result(result, sizes)]
                 if cache is not None:
+                    stored = 0
                     try:
-                        cache.put(experiment, jobs[i], result, manifest)
-                    except KeyboardInterrupt:   # the job is finished: store it, then stop
-                        cache.put(experiment, jobs[i], result, manifest)
+                        for i, (part, part_manifest) in zip(run, parts):
+                            cache.put(experiment, jobs[i], part, part_manifest)
+                            stored += 1
+                    except KeyboardInterrupt:   # the jobs are finished: store them, then stop
+                        for i, (part, part_manifest) in list(zip(run, parts))[stored:]:
+                            cache.put(experiment, jobs[i], part, part_manifest)
                         raise
-                    shutil.rmtree(cache.checkpoint_folder(experiment, jobs[i]), ignore_errors=True)
-                if manifest.get("engine_version") != ENGINE_VERSION:
-                    error = error or RuntimeError(
-                        f"a worker ran jobs[{i}] with engine version {manifest.get('engine_version')} (memcap at "
-                        f"commit {manifest.get('git_commit')}), this process has engine version {ENGINE_VERSION}: "
-                        "update memcap on every worker; the result is stored as stale")
-                    continue
-                results[i], manifests[i] = result, manifest
-                computed += 1
+                    shutil.rmtree(cache.checkpoint_folder(experiment, merged_job([jobs[i] for i in run])),
+                                  ignore_errors=True)
+                for i, (part, part_manifest) in zip(run, parts):
+                    outcome = _stale_worker(i, part_manifest)
+                    if isinstance(outcome, BaseException):
+                        error = error or outcome
+                        continue
+                    results[i], manifests[i] = part, part_manifest
+                    computed += 1
                 if progress is not None:
                     progress(cached + computed, len(jobs), cached)
     except KeyboardInterrupt:
@@ -882,18 +899,27 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                        refreshed=stale, corrupt=corrupt)
 
 
+def _stale_worker(i: int, manifest: dict) -> BaseException | None:
+    """The error for a result of ``jobs[i]`` that a worker computed with another engine version, else None."""
+    if manifest.get("engine_version") != ENGINE_VERSION:
+        return RuntimeError(f"a worker ran jobs[{i}] with engine version {manifest.get('engine_version')} (memcap at "
+                            f"commit {manifest.get('git_commit')}), this process has engine version {ENGINE_VERSION}: "
+                            "update memcap on every worker; the result is stored as stale")
+    return None
+
+
 def run_sweep(experiment: str, jobs: Sequence[dict], *, executor: Any = None, cache: ResultCache | None = None,
               fn: Callable[[dict], dict] = run_job,
               progress: Callable[[int, int, int], None] | None = None,
-              checkpoint_every: float | None = None) -> list[dict]:
+              checkpoint_every: float | None = None, merge: int = 1) -> list[dict]:
     """Run every job not yet in ``cache`` on ``executor``; return all results in the order of ``jobs``.
 
     ``executor``: anything with ``submit(fn, job) -> future`` (default :class:`InProcessExecutor`); at
     most its parallelism many jobs are in flight, and each finished job is written to ``cache`` at once,
     with its manifest. If a job fails, the jobs in flight still finish and are stored, then the first
     error is raised: a rerun continues where the sweep stopped. ``progress(done, total, cached)`` is
-    called after each job. ``cache=None`` keeps results in memory only. ``checkpoint_every``: see
-    :func:`run_sweep_report`.
+    called after each job. ``cache=None`` keeps results in memory only. ``checkpoint_every`` and ``merge``:
+    see :func:`run_sweep_report`.
     """
     return list(run_sweep_report(experiment, jobs, executor=executor, cache=cache, fn=fn, progress=progress,
-                                 checkpoint_every=checkpoint_every).results)
+                                 checkpoint_every=checkpoint_every, merge=merge).results)
