@@ -79,6 +79,9 @@ def _eager_gradient(stack: Stack, flat: torch.Tensor, idx: torch.Tensor, weight:
 CHUNK = 256
 """Steps whose learning rates and batch indices are drawn at once; a checkpoint is taken where a chunk begins."""
 
+OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+"""What torch raises when the device has no memory left for an allocation (a RuntimeError)."""
+
 
 def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.device, dtype: torch.dtype,
                  keep_params: bool, compiled: bool = False, strict: bool = False,
@@ -191,7 +194,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                     warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
                     grad = torch.autograd.grad(loss_of(stack, flat, idx, weight).sum(), [flat])[0]
             except Exception as err:   # noqa: BLE001 - whatever failed, the eager step computes the same
-                if strict:
+                if strict or isinstance(err, OUT_OF_MEMORY):   # no memory: a smaller stack, see _train_fitting
                     raise
                 first_line = str(err).splitlines()[0] if str(err) else ""
                 warnings.warn(f"torch.compile failed ({type(err).__name__}: {first_line}); this stack trains with the "
@@ -292,6 +295,38 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
     return list(groups.values())
 
 
+
+class MemorySplitWarning(UserWarning):
+    """A stack did not fit in the device's memory and was trained as two smaller stacks."""
+
+
+def _train_fitting(part: list[int], specs: Sequence[Spec], config: TrainConfig, device: torch.device,
+                   dtype: torch.dtype, keep_params: bool, compiled: bool, strict: bool,
+                   checkpoint: Checkpoint | None, graphs: bool) -> list[tuple[list[int], dict]]:
+    """Train the models ``part`` (indices into ``specs``) as one stack, or, where the device runs out of
+    memory, as two halves (each split again while it does not fit): ``[(indices, stack result), ...]``.
+
+    Splitting changes only how many models share a kernel, so the numbers are those of smaller stacks
+    (equal up to float rounding, as with ``max_stack``). One model that does not fit raises the error.
+    """
+    try:
+        return [(part, _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
+                                    strict=strict, checkpoint=checkpoint, graphs=graphs))]
+    except OUT_OF_MEMORY as error:
+        if len(part) == 1:
+            raise
+        message = (f"a stack of {len(part)} models ran out of {device.type} memory ({(str(error).splitlines() or [type(error).__name__])[0]}); "
+                   f"training it as two stacks of {len(part) // 2} and {len(part) - len(part) // 2}")
+    # out of the except block: the error's frames (and the tensors they hold) are freed before retrying
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    warnings.warn(message, MemorySplitWarning, stacklevel=3)
+    half = len(part) // 2
+    return [done for sub in (part[:half], part[half:])
+            for done in _train_fitting(sub, specs, config, device, dtype, keep_params, compiled, strict,
+                                       checkpoint, graphs)]
+
+
 def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, keep_params: bool = False,
                  max_stack: int | None = None, compile: str | None = None,
                  checkpoint: Checkpoint | None = None, cuda_graphs: str | None = None) -> TrainResult:
@@ -305,8 +340,9 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     the running one's state are kept, so that a stopped run goes on where it was with the same numbers
     (None: the one :func:`checkpointing` made active, if any). ``cuda_graphs``:
     'always' or 'never' (None: the environment variable ``MEMCAP_CUDA_GRAPHS``, else 'never'), whether the eager
-    steps are recorded as CUDA graphs on CUDA, see ``memcap.train.graphs``. Returns a :class:`TrainResult` in the
-    order of ``specs``.
+    steps are recorded as CUDA graphs on CUDA, see ``memcap.train.graphs``. A stack that runs out of device
+    memory trains as two halves, halved again while they do not fit (a ``MemorySplitWarning``; see
+    ``_train_fitting``). Returns a :class:`TrainResult` in the order of ``specs``.
     """
     mode = compile_mode(compile)
     graphs = graph_mode(cuda_graphs) == "always"
@@ -338,10 +374,10 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
              for sub in split_group([specs[i] for i in group], config.batch_size, device.type)]
     for group in parts:
         size = len(group) if max_stack is None else max_stack
-        for lo in range(0, len(group), size):
-            part = group[lo:lo + size]
-            out = _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
-                               strict=mode == "always", checkpoint=checkpoint, graphs=graphs)
+        trained = [done for lo in range(0, len(group), size)
+                   for done in _train_fitting(group[lo:lo + size], specs, config, device, dtype, keep_params,
+                                              compiled, mode == "always", checkpoint, graphs)]
+        for part, out in trained:
             for key in keys:
                 merged[key][part] = out[key]
             for e, s in enumerate(out["history_steps"]):
