@@ -295,7 +295,6 @@ def split_group(specs: Sequence[Spec], batch: int | None, device_type: str = "cp
     return list(groups.values())
 
 
-
 class MemorySplitWarning(UserWarning):
     """A stack did not fit in the device's memory and was trained as two smaller stacks."""
 
@@ -315,7 +314,8 @@ def _train_fitting(part: list[int], specs: Sequence[Spec], config: TrainConfig, 
     except OUT_OF_MEMORY as error:
         if len(part) == 1:
             raise
-        message = (f"a stack of {len(part)} models ran out of {device.type} memory ({(str(error).splitlines() or [type(error).__name__])[0]}); "
+        said = (str(error).splitlines() or [type(error).__name__])[0]
+        message = (f"a stack of {len(part)} models ran out of {device.type} memory ({said}); "
                    f"training it as two stacks of {len(part) // 2} and {len(part) - len(part) // 2}")
     # out of the except block: the error's frames (and the tensors they hold) are freed before retrying
     if device.type == "cuda":
