@@ -304,8 +304,8 @@ def _cache(args: argparse.Namespace) -> int:
     cache = ResultCache(root)
     if args.prune:
         removed = cache.prune()
-        print(f"pruned {count_noun(len(removed), 'file')} (stale, legacy, corrupt or partial entries) "
-              f"from {cache.root}")
+        print(f"pruned {count_noun(len(removed), 'file')} (stale, legacy, corrupt or partial entries, orphan "
+              f"checkpoints) from {cache.root}")
     rows, disk = cache_status(root, tuple(args.experiment) if args.experiment else EXPERIMENTS)
     print(f"results cache {cache.root}")
     print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'corrupt':>8s} "
@@ -315,8 +315,8 @@ def _cache(args: argparse.Namespace) -> int:
               f"{r.provenance or '-'}")
     for name, counts in disk.items():
         print(f"{name}: files on disk: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    if any(set(counts) & {"stale", "legacy", "corrupt", "partial"} for counts in disk.values()):
-        print("stale, legacy, corrupt and partial files are never used; delete them with "
+    if any(set(counts) & {"stale", "legacy", "corrupt", "partial", "orphan"} for counts in disk.values()):
+        print("stale, legacy, corrupt, partial and orphan files are never used; delete them with "
               f"`{args.prog} cache --prune{' --cache ' + args.cache if args.cache else ''}`")
     return 0
 

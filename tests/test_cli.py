@@ -281,7 +281,7 @@ def test_cache_command_reports_and_prunes(tmp_path, monkeypatch, capsys):
     assert "dana_fig4: files on disk: 1 current, 1 stale" in out and "--prune" in out
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"]) == 0
     out = capsys.readouterr().out
-    assert f"pruned 1 file (stale, legacy, corrupt or partial entries) from {tmp_path}" in out
+    assert f"pruned 1 file (stale, legacy, corrupt or partial entries, orphan checkpoints) from {tmp_path}" in out
     assert cache.lookup("dana_fig4", jobs[0]).status == "current"
     assert cache.lookup("dana_fig4", jobs[1]).status == "missing"
 

@@ -109,3 +109,44 @@ def test_ctrl_c_during_a_merged_run_keeps_the_runs_that_finished(tmp_path):
     assert (stop.value.computed, stop.value.dropped) == (1, 3)
     rest = run_sweep_report("exp", [jobs[3], *jobs[:3]], cache=cache, merge=3)
     assert (rest.cached, rest.computed) == (1, 3)
+
+
+def test_a_merged_runs_checkpoint_is_pruned_once_a_job_of_it_is_stored_since(tmp_path):
+    jobs = _jobs()[:3]
+    cache = ResultCache(tmp_path)
+
+    def stopped(job):
+        raise KeyboardInterrupt
+
+    with pytest.raises(SweepInterrupted):
+        run_sweep_report("exp", jobs, cache=cache, fn=stopped, merge=3)
+    folder = cache.checkpoint_folder("exp", merged_job(jobs))
+    (folder / "abc.step.pt").write_bytes(b"saved state")              # as a training that saved its state
+    assert {p.name: status for status, p, _, _ in cache.entries("exp")} == \
+        {"abc.step.pt": "checkpoint", "merged-run.json": "checkpoint"}
+    assert cache.prune("exp") == [] and folder.is_dir()                # the same sweep would go on from it
+    run_sweep_report("exp", jobs[1:2], cache=cache, merge=1)           # one of its jobs stored another way
+    statuses = {(p.parent == folder, status) for status, p, _, reason in cache.entries("exp")}
+    assert statuses == {(True, "orphan"), (False, "current")}
+    assert "1 of them stored since" in next(r for s, _, _, r in cache.entries("exp") if s == "orphan")
+    assert sorted(p.name for p in cache.prune("exp")) == ["abc.step.pt", "merged-run.json"]
+    assert not folder.exists() and cache.lookup("exp", jobs[1]).status == "current"
+    rest = run_sweep_report("exp", jobs, cache=cache, merge=3)
+    assert (rest.cached, rest.computed) == (1, 2)
+
+
+def test_a_stored_jobs_leftover_checkpoint_is_an_orphan(tmp_path):
+    job = _jobs()[3]
+    cache = ResultCache(tmp_path)
+    run_sweep_report("exp", [job], cache=cache)
+    folder = cache.checkpoint_folder("exp", job)                       # as if killed before deleting it
+    folder.mkdir()
+    (folder / "abc.done.pt").write_bytes(b"x")
+    assert [(s, r) for s, p, _, r in cache.entries("exp") if p.parent == folder] == \
+        [("orphan", "progress of a job whose result is stored")]
+    assert cache.prune("exp") == [folder / "abc.done.pt"] and not folder.exists()
+
+
+def test_note_merged_run_needs_a_merged_run(tmp_path):
+    with pytest.raises(ValueError, match="jobs must be a merged run of two or more jobs, got 1"):
+        ResultCache(tmp_path).note_merged_run("exp", _jobs()[:1])

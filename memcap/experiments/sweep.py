@@ -61,6 +61,10 @@ JOB_DEFAULTS: dict[str, dict[str, Any]] = {
 """Defaults of the job-level fields of :func:`train_job` and :func:`capacity_job` (left out of keys)."""
 
 
+MERGED_RUN = "merged-run.json"
+"""File in a merged run's checkpoint folder naming the jobs the run trains (:meth:`ResultCache.note_merged_run`)."""
+
+
 class CacheWarning(UserWarning):
     """A cache entry could not be read (corrupt or truncated): it is treated as missing."""
 
@@ -263,6 +267,35 @@ class ResultCache:
         result is stored: beside that result, so a stopped sweep run again goes on from it."""
         return self.path(experiment, job).with_suffix(".checkpoint")
 
+    def note_merged_run(self, experiment: str, jobs: Sequence[dict]) -> Path:
+        """Record in the checkpoint folder of the merged run of ``jobs`` (two or more) which jobs it trains
+        (their :func:`job_key`), so that :meth:`entries` can tell when no sweep will go on from it: once one
+        of them is stored, a sweep never forms that run again (runs are merged from the jobs still missing).
+        Returns the record's path."""
+        if len(jobs) < 2:
+            raise ValueError(f"jobs must be a merged run of two or more jobs, got {len(jobs)}")
+        record = self.checkpoint_folder(experiment, merged_job(jobs)) / MERGED_RUN
+        _atomic_write(record, json.dumps({"jobs": [job_key(job) for job in jobs]}).encode("utf-8"))
+        return record
+
+    def _orphaned(self, experiment: str, folder: Path) -> str:
+        """Why no sweep will go on from checkpoint ``folder`` ('' if one may): its job is stored (a sweep
+        stopped between storing it and deleting the folder), or a job of its merged run is."""
+        def done(key: str) -> bool:
+            return (self._folder(experiment) / key / f"engine-{ENGINE_VERSION}.json").is_file()
+
+        if done(folder.parent.name):
+            return "progress of a job whose result is stored"
+        try:
+            keys = json.loads((folder / MERGED_RUN).read_text(encoding="utf-8"))["jobs"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        finished = [key for key in keys if isinstance(key, str) and done(key)]
+        if finished:
+            return (f"progress of a merged run of {len(keys)} jobs, {len(finished)} of them stored since: no sweep "
+                    "forms that run again")
+        return ""
+
     # reading -----------------------------------------------------------------------------------------
 
     @staticmethod
@@ -389,22 +422,29 @@ class ResultCache:
 
         Statuses: 'current', 'stale' (another engine version), 'legacy' (cache format 1), 'corrupt',
         'partial' (a temporary file left by a write that was killed, or arrays whose JSON is missing),
-        'checkpoint' (the saved progress of a job that was stopped, :meth:`checkpoint_folder`).
+        'checkpoint' (the saved progress of a job that was stopped, :meth:`checkpoint_folder`), 'orphan' (a
+        checkpoint no sweep will go on from: its job, or a job of its merged run, is stored since).
         """
         folder = self._folder(experiment)
         if not folder.is_dir():
             return
+        orphaned: dict[Path, str] = {}
         for path in sorted(folder.rglob("*")):
             if not path.is_file():
                 continue
             if path.name.startswith(".") and path.name.endswith(".tmp"):
                 yield "partial", path, {}, "temporary file of an interrupted write"
                 continue
-            if path.suffix == ".pt" and path.parent.suffix == ".checkpoint":
-                if path.parent.name == f"engine-{ENGINE_VERSION}.checkpoint":
-                    yield "checkpoint", path, {}, "progress of a stopped job (the next sweep goes on from it)"
-                else:
+            if path.parent.suffix == ".checkpoint":
+                if path.parent.name != f"engine-{ENGINE_VERSION}.checkpoint":
                     yield "stale", path, {}, f"checkpoint of {path.parent.stem}"
+                    continue
+                if path.parent not in orphaned:
+                    orphaned[path.parent] = self._orphaned(experiment, path.parent)
+                if orphaned[path.parent]:
+                    yield "orphan", path, {}, orphaned[path.parent]
+                else:
+                    yield "checkpoint", path, {}, "progress of a stopped job (the next sweep goes on from it)"
                 continue
             if path.suffix == ".npz":
                 if not path.with_suffix(".json").exists():
@@ -426,7 +466,7 @@ class ResultCache:
                 yield "current", path, manifest, ""
 
     def prune(self, experiment: str | None = None,
-              statuses: Sequence[str] = ("stale", "legacy", "corrupt", "partial")) -> list[Path]:
+              statuses: Sequence[str] = ("stale", "legacy", "corrupt", "partial", "orphan")) -> list[Path]:
         """Delete the entries of ``experiment`` (None: all) whose status is in ``statuses``; return the paths.
 
         Current entries are never deleted by default: the cache keeps every result this engine made.
@@ -848,6 +888,8 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                 if run is None:
                     break
                 job = merged_job([jobs[i] for i in run])
+                if keep and len(run) > 1:
+                    cache.note_merged_run(experiment, [jobs[i] for i in run])
                 pending[executor.submit(task_for(job), job)] = run
             if not pending:
                 break
