@@ -105,7 +105,8 @@ class Builds:
         if name not in self._futures:
             if name == "site_pdf":
                 self._future("site")
-            output = None if os.environ.get(_REUSE[name]) else self._tmp.mktemp(name)
+            # the PDF lands in the site's folder; a reused site is read where it is
+            output = None if name == "site_pdf" or os.environ.get(_REUSE[name]) else self._tmp.mktemp(name)
             self._futures[name] = self._pool.submit(getattr(self, f"_make_{name}"), output)
         return self._futures[name]
 
