@@ -33,9 +33,12 @@ MODES = {"eager": ("never", "never"), "graphs": ("never", "always"), "compiled":
 WORKLOADS = ("dana_fig1a", "mahdavi_fig2c")
 """The two workloads the issue's bar names (fraction of peak >= 0.05 and >= 0.3)."""
 
-TESTS = {"graphs": "test_steps_recorded_as_cuda_graphs_give_the_eager_numbers",
-         "compiled": "test_the_compiled_step_on_cuda_computes_what_the_eager_step_computes"}
-"""The GPU test (``tests/test_gpu.py``) a mode must have passed, in pytest's ``-rA`` report, to be picked."""
+TESTS = {"graphs": ("test_steps_recorded_as_cuda_graphs_give_the_eager_numbers",
+                    "test_cuda_graphs_a_capture_out_of_memory_leaves_the_eager_step_and_a_working_gpu",
+                    "test_cuda_graphs_a_warm_up_out_of_memory_splits_the_stack"),
+         "compiled": ("test_the_compiled_step_on_cuda_computes_what_the_eager_step_computes",)}
+"""The GPU tests (``tests/test_gpu.py``) a mode must have passed, in pytest's ``-rA`` report, to be picked: the
+graphs' numbers, and what a paper-scale stack that runs out of memory while being recorded does."""
 
 COMPILED_MARGIN = 0.5
 """'compiled' is picked only if its step takes at most this fraction of the best other mode's."""
@@ -168,7 +171,7 @@ def pick(result: dict, report: str) -> tuple[str, str, str]:
             per_mode.setdefault(r["mode"], {})[r["workload"]] = r["seconds_per_step"]
     workloads = {r["workload"] for r in result.get("rows", [])}
     total = {m: sum(t.values()) for m, t in per_mode.items() if set(t) == workloads}
-    ok = {m: s for m, s in total.items() if m == "eager" or TESTS[m] in passed}
+    ok = {m: s for m, s in total.items() if m == "eager" or set(TESTS[m]) <= passed}
     skipped = sorted(set(MODES) - set(ok))
     if not ok:
         return "never", "never", "eager: no mode was measured on every workload"

@@ -2,12 +2,12 @@
 # The prepared GPU-scale run (issue 31), for a session lent a machine with CUDA:
 #   bash tests/gpu_scale.sh OUTDIR SECONDS [EXPERIMENT ...]
 # Its Python steps are tests/gpu_scale.py, tested on a CPU (tests/test_gpu_scale.py).
-# 1. the engine's GPU tests: the CUDA-graph step and the compiled step against the eager one, steps that
-#    never wait for the GPU -> OUTDIR/gpu_scale_tests.log (pytest -rA: a line per test)
+# 1. the engine's GPU tests: the CUDA-graph step and the compiled step against the eager one, recordings that
+#    run out of memory, steps that never wait for the GPU -> OUTDIR/gpu_scale_tests.log (pytest -rA: a line per test)
 # 2. the stacked step alone on dana_fig1a and mahdavi_fig2c (the bar's two workloads): eager (with a profile:
 #    kernels per step, the GPU's busy time per step), recorded as CUDA graphs, compiled (Inductor + CUDA
 #    graphs); timed as (400 steps - 100 steps) / 300 -> OUTDIR/stacked_modes.json
-# 3. the sweeps' step: the fastest of those whose GPU test passed in 1 (compiled only if it halves the step;
+# 3. the sweeps' step: the fastest of those whose GPU tests passed in 1 (compiled only if it halves the step;
 #    eager if nothing else qualifies) -> OUTDIR/step.txt. Set MEMCAP_CUDA_GRAPHS and MEMCAP_COMPILE to
 #    choose it yourself (they then skip 1-3 unless GPU_SCALE_MEASURE=yes).
 # 4. the bench on every workload with that step -> OUTDIR/bench.json (the issue's fraction_of_peak, speedup

@@ -303,13 +303,86 @@ def test_training_steps_do_not_wait_for_the_gpu(gpu):
 def test_steps_recorded_as_cuda_graphs_give_the_eager_numbers(gpu):
     """``cuda_graphs='always'``: each stack's step recorded once and replayed; the same kernels on the same data."""
     from memcap.train import TrainConfig, train_models
+    from memcap.train.graphs import GraphWarning
 
     if gpu.type != "cuda":
         pytest.skip("CUDA graphs are CUDA's")
     for config in (TrainConfig(steps=700, batch_size=8, lr=5e-3, eval_every=100, device=str(gpu)),
                    TrainConfig(steps=300, lr=5e-3, eval_every=100, device=str(gpu))):
         eager = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="never")
-        replayed = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="always")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", GraphWarning)   # recorded, not fallen back to the eager step
+            replayed = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="always")
         np.testing.assert_allclose(replayed.history_loss, eager.history_loss, rtol=1e-5, atol=1e-7)
         assert np.array_equal(replayed.stop_step, eager.stop_step)
         assert np.array_equal(replayed.steps, eager.steps)
+
+
+PETABYTE = 1 << 50
+"""Bytes no card has: asking for them raises torch's out-of-memory error from the real allocator."""
+
+
+def _greedy_steps(monkeypatch, gpu, when) -> None:
+    """Every StaticStep's step first asks the GPU for :data:`PETABYTE` bytes where ``when(models)`` (the
+    stack's size) is true while capturing (``"capture"``) or warming up on the side stream (``"warm-up"``)."""
+    from memcap.train import graphs
+
+    real_init = graphs.StaticStep.__init__
+
+    def init(self, body, idx, *args):
+        models = idx.shape[0]
+
+        def greedy(*step):
+            capturing = torch.cuda.is_current_stream_capturing()
+            warming = not capturing and torch.cuda.current_stream(gpu) != torch.cuda.default_stream(gpu)
+            if when(models, "capture" if capturing else "warm-up" if warming else "replay or eager"):
+                torch.empty(PETABYTE, dtype=torch.uint8, device=gpu)
+            body(*step)
+        real_init(self, greedy, idx, *args)
+    monkeypatch.setattr(graphs.StaticStep, "__init__", init)
+
+
+@pytest.mark.gpu
+def test_cuda_graphs_a_capture_out_of_memory_leaves_the_eager_step_and_a_working_gpu(gpu, monkeypatch):
+    """Out of memory inside a real capture (after the warm-up fitted): a GraphWarning, the stack trains with
+    the eager step and the eager numbers, and the next recordings on that GPU succeed."""
+    from memcap.train import TrainConfig, train_models
+    from memcap.train.graphs import GraphWarning
+
+    if gpu.type != "cuda":
+        pytest.skip("CUDA graphs are CUDA's")
+    config = TrainConfig(steps=300, batch_size=8, lr=5e-3, eval_every=100, device=str(gpu))
+    eager = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="never")
+    with monkeypatch.context() as patched:
+        _greedy_steps(patched, gpu, lambda models, phase: phase == "capture")
+        with pytest.warns(GraphWarning, match="recording the step as a CUDA graph failed") as caught:
+            fallen = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="always")
+    assert all("out of memory" in str(w.message).lower() for w in caught if issubclass(w.category, GraphWarning))
+    np.testing.assert_allclose(fallen.history_loss, eager.history_loss, rtol=1e-5, atol=1e-7)
+    assert np.array_equal(fallen.stop_step, eager.stop_step)
+    assert not torch.cuda.is_current_stream_capturing()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphWarning)
+        again = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="always")
+    np.testing.assert_allclose(again.history_loss, eager.history_loss, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.gpu
+def test_cuda_graphs_a_warm_up_out_of_memory_splits_the_stack(gpu, monkeypatch):
+    """Out of memory in the warm-up (the eager step does not fit): the stack trains as smaller stacks, each
+    recorded, with the numbers of models trained one stack each."""
+    from memcap.train import TrainConfig, train_models
+    from memcap.train.graphs import GraphWarning
+    from memcap.train.loop import MemorySplitWarning
+
+    if gpu.type != "cuda":
+        pytest.skip("CUDA graphs are CUDA's")
+    config = TrainConfig(steps=300, batch_size=8, lr=5e-3, eval_every=100, device=str(gpu))
+    alone = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="never", max_stack=1)
+    with monkeypatch.context() as patched, warnings.catch_warnings():
+        warnings.simplefilter("error", GraphWarning)
+        _greedy_steps(patched, gpu, lambda models, phase: phase == "warm-up" and models > 1)
+        with pytest.warns(MemorySplitWarning, match="ran out of cuda memory"):
+            split = train_models(_small_stacks(), config, keep_params=True, compile="never", cuda_graphs="always")
+    np.testing.assert_allclose(split.history_loss, alone.history_loss, rtol=1e-5, atol=1e-7)
+    assert np.array_equal(split.stop_step, alone.stop_step)

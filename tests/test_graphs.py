@@ -7,13 +7,15 @@ records and replays it on CUDA.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from memcap.train import AoTSpec, MHASpec, TrainConfig, adam, graphs, train_models
+from memcap.train import AoTSpec, MHASpec, TrainConfig, adam, graphs, group_by_shape, train_models
 from memcap.train.checkpoint import Checkpoint
 
 SPECS = [MHASpec(heads=h, context_size=4, examples=12, dim=8, classes=3, seed=h) for h in (1, 2, 4)] + \
@@ -150,3 +152,142 @@ def test_every_call_of_the_recordable_step_runs_the_program_a_recording_would_re
             for j, (a, b) in enumerate(zip(first, kernels)):
                 assert a == b, f"call {n} (all_active={all_active}), kernel {j}: {b} where the first call ran {a}"
     assert sum(len(calls) for calls in programs.values()) > 100
+
+
+class _SimulatedGraph:
+    """What a replay does, on the CPU: the recorded step on the recording's buffers (read at replay time)."""
+
+    def __init__(self, step: graphs.StaticStep, all_active: bool) -> None:
+        self.step, self.all_active = step, all_active
+        self.replays = 0
+
+    def replay(self) -> None:
+        self.replays += 1
+        s = self.step
+        s.body(s.idx, s.lr, s.active, self.all_active)
+
+
+def _recording_on_the_cpu(monkeypatch, fails, made: list) -> None:
+    """StaticStep takes its CUDA path on the CPU's tensors: the warm-up runs the step WARMUP times (state put
+    back by ``kept_state``, as on CUDA), and the capture either raises ``fails(all_active)`` or makes a
+    :class:`_SimulatedGraph` (kept in ``made``)."""
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    real_init = graphs.StaticStep.__init__
+
+    def init(self, *args):
+        real_init(self, *args)
+        self.device = torch.device("cuda")
+
+    def warm_up(self, all_active):
+        with graphs.kept_state(self.state):
+            for _ in range(graphs.WARMUP):
+                self.body(self.idx, self.lr, self.active, all_active)
+
+    def capture(self, all_active):
+        error = fails(all_active)
+        if error is not None:
+            raise error
+        made.append(_SimulatedGraph(self, all_active))
+        return made[-1]
+    monkeypatch.setattr(graphs.StaticStep, "__init__", init)
+    monkeypatch.setattr(graphs.StaticStep, "_warm_up", warm_up)
+    monkeypatch.setattr(graphs.StaticStep, "_capture", capture)
+
+
+EARLY_STOP = TrainConfig(steps=700, batch_size=8, lr=5e-3, eval_every=100)   # both branches: models freeze mid-run
+
+
+def test_the_recording_path_replays_what_it_recorded_with_the_eager_numbers(monkeypatch):
+    """The control for the tests below: with captures that succeed, every stack records each branch once,
+    replays it from then on, and its warm-ups leave no trace in the numbers."""
+    eager = train_models(SPECS, EARLY_STOP, keep_params=True, compile="never")
+    made: list[_SimulatedGraph] = []
+    _recording_on_the_cpu(monkeypatch, lambda all_active: None, made)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", graphs.GraphWarning)
+        replayed = train_models(SPECS, EARLY_STOP, keep_params=True, compile="never", cuda_graphs="always")
+    _same(replayed, eager)
+    assert {g.all_active for g in made} == {True, False}
+    assert len({(id(g.step), g.all_active) for g in made}) == len(made)   # recorded once per stack and branch
+    assert sum(g.replays for g in made) > 100
+
+
+@pytest.mark.parametrize("failing", ["first branch", "second branch"])
+@pytest.mark.parametrize("error", [RuntimeError("operation failed due to a previous error during capture"),
+                                   torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")],
+                         ids=["refused", "pool could not grow"])
+def test_a_capture_that_fails_leaves_the_stack_to_the_eager_step_with_the_same_numbers(monkeypatch, failing, error):
+    """A capture that fails after its warm-up (which fitted): a GraphWarning per stack, the eager step from then
+    on, bit for bit the eager run's numbers; a failure of the second branch's capture, mid-run, drops the first
+    branch's graph too."""
+    eager = train_models(SPECS, EARLY_STOP, keep_params=True, compile="never")
+    made: list[_SimulatedGraph] = []
+    _recording_on_the_cpu(monkeypatch, lambda all_active: error if all_active == (failing == "first branch") else None,
+                          made)
+    with pytest.warns(graphs.GraphWarning) as caught:
+        fallen = train_models(SPECS, EARLY_STOP, keep_params=True, compile="never", cuda_graphs="always")
+    _same(fallen, eager)
+    said = [str(w.message) for w in caught if issubclass(w.category, graphs.GraphWarning)]
+    assert len(said) == len(group_by_shape(SPECS))   # one per stack
+    start = f"recording the step as a CUDA graph failed ({type(error).__name__}: {error}"
+    assert all(s.startswith(start) for s in said)
+    if failing == "first branch":
+        assert not made
+    else:
+        assert made and all(g.all_active for g in made)
+
+
+def test_kept_state_puts_the_state_back_even_when_the_block_raises():
+    state = [torch.arange(6.0).reshape(2, 3), torch.zeros(2, dtype=torch.long)]
+    before = [t.clone() for t in state]
+    addresses = [t.data_ptr() for t in state]
+    with graphs.kept_state(state):
+        state[0].mul_(3)
+        state[1].add_(1)
+    assert all(torch.equal(t, b) for t, b in zip(state, before))
+    with pytest.raises(KeyError), graphs.kept_state(state):
+        state[0].add_(1)
+        raise KeyError("a warm-up step failed")
+    assert all(torch.equal(t, b) for t, b in zip(state, before))
+    assert [t.data_ptr() for t in state] == addresses   # in place: a recorded graph keeps these addresses
+
+
+def test_a_failed_capture_says_when_the_device_ran_out_of_memory_behind_the_error_torch_raised(monkeypatch):
+    """torch may report out of memory inside a capture as the capture's failed end: the warning says both."""
+    _recording_on_the_cpu(monkeypatch, lambda all_active: None, [])
+
+    def capture(self, all_active):
+        try:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 PiB")
+        finally:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+    monkeypatch.setattr(graphs.StaticStep, "_capture", capture)
+    with pytest.warns(graphs.GraphWarning, match=r"\(RuntimeError: CUDA error: operation failed due to a previous "
+                      r"error during capture, after the device ran out of memory\); this stack trains with the eager"):
+        train_models(SPECS[:1], TrainConfig(steps=20, batch_size=8), compile="never", cuda_graphs="always")
+
+
+def test_out_of_memory_in_the_warm_up_splits_the_stack_instead_of_falling_back(monkeypatch):
+    """The warm-up is the eager step: if it does not fit, neither does the eager step, so the error goes to the
+    loop, which trains the stack as smaller ones (each recorded), with the numbers of models trained alone."""
+    from memcap.train.loop import MemorySplitWarning
+
+    alone = train_models(SPECS, EARLY_STOP, keep_params=True, compile="never", max_stack=1)
+    made: list[_SimulatedGraph] = []
+    _recording_on_the_cpu(monkeypatch, lambda all_active: None, made)
+    real_warm_up = graphs.StaticStep._warm_up
+
+    def warm_up(self, all_active):
+        if self.idx.shape[0] > 1:
+            with graphs.kept_state(self.state):
+                self.body(self.idx, self.lr, self.active, all_active)
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB (simulated)")
+        real_warm_up(self, all_active)
+    monkeypatch.setattr(graphs.StaticStep, "_warm_up", warm_up)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", graphs.GraphWarning)
+        with pytest.warns(MemorySplitWarning, match="ran out of cpu memory .CUDA out of memory. Tried to allocate 9"):
+            split = train_models(SPECS, EARLY_STOP, keep_params=True, compile="never", cuda_graphs="always")
+    for name in ("loss", "memorized", "steps", "stop_step", "history_steps", "history_loss"):   # NaN: stopped
+        np.testing.assert_array_equal(getattr(split, name), getattr(alone, name), err_msg=name)
+    assert made and all(g.step.idx.shape[0] == 1 for g in made)   # split down to one model a stack

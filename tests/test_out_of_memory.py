@@ -1,6 +1,9 @@
 """Tests of memcap/train/loop.py's ``_train_fitting``: a stack that runs out of device memory trains as
-smaller stacks, with the numbers of smaller stacks. Out of memory is simulated (a CPU does not run out)."""
+smaller stacks, with the numbers of smaller stacks; and of what counts as out of memory
+(memcap/train/memory.py's ``out_of_memory``). Out of memory is simulated (a CPU does not run out)."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ import pytest
 import memcap.train.loop as loop
 from memcap.train import AoTSpec, TrainConfig, train_models
 from memcap.train.compiled import CompileWarning
+from memcap.train.memory import OUT_OF_MEMORY, out_of_memory
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -24,7 +28,7 @@ def _fits_at_most(limit: int, stacks: list[int]):
     def train_stack(specs, *args, **kwargs):
         stacks.append(len(specs))
         if len(specs) > limit:
-            raise loop.OUT_OF_MEMORY("CUDA out of memory. Tried to allocate 20.00 GiB (simulated)")
+            raise OUT_OF_MEMORY("CUDA out of memory. Tried to allocate 20.00 GiB (simulated)")
         return real(specs, *args, **kwargs)
     return train_stack
 
@@ -60,7 +64,7 @@ def test_a_stack_that_does_not_fit_trains_as_halves_with_the_numbers_of_models_t
 
 def test_one_model_that_does_not_fit_raises_the_out_of_memory_error(monkeypatch):
     monkeypatch.setattr(loop, "_train_stack", _fits_at_most(0, []))
-    with pytest.raises(loop.OUT_OF_MEMORY, match="simulated"), pytest.warns(loop.MemorySplitWarning):
+    with pytest.raises(OUT_OF_MEMORY, match="simulated"), pytest.warns(loop.MemorySplitWarning):
         train_models(SPECS[:2], CONFIG)
 
 
@@ -74,7 +78,7 @@ def test_out_of_memory_while_compiling_splits_the_stack_instead_of_dropping_to_t
         def loss_of(stack, flat, idx, weight):
             sizes.append(len(stack.specs))
             if len(stack.specs) > 2:
-                raise loop.OUT_OF_MEMORY("CUDA out of memory (simulated, while compiling)")
+                raise OUT_OF_MEMORY("CUDA out of memory (simulated, while compiling)")
             return stack.losses(stack.views(flat), idx, weight, count_correct=False)[0]
         return loss_of
 
@@ -87,3 +91,66 @@ def test_out_of_memory_while_compiling_splits_the_stack_instead_of_dropping_to_t
     assert sizes[0] == 4 and set(sizes[1:]) == {2}
     assert split.compiled.all()
     _same(split, alone)
+
+
+def _raised(make):
+    try:
+        make()
+    except Exception as err:   # noqa: BLE001 - the error as Python leaves it, with its context
+        return err
+    raise AssertionError("nothing was raised")
+
+
+def _capture_end_after(error):
+    """What torch raises when a CUDA graph's capture ends after an error inside it: a RuntimeError of its own,
+    the first error as its context."""
+    def make():
+        try:
+            raise error
+        finally:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+    return _raised(make)
+
+
+def test_out_of_memory_is_recognised_where_torch_raised_it_and_nothing_else_is():
+    assert out_of_memory(OUT_OF_MEMORY("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert out_of_memory(_capture_end_after(OUT_OF_MEMORY("CUDA out of memory (simulated)")))
+    assert out_of_memory(RuntimeError("CUDA error: out of memory"))
+    assert out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+    wrapped = ValueError("a checkpoint could not be taken")
+    wrapped.__cause__ = OUT_OF_MEMORY("CUDA out of memory (simulated)")   # raise ... from the allocator's error
+    assert out_of_memory(wrapped)
+    assert not out_of_memory(_capture_end_after(ValueError("a bad shape")))
+    assert not out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x3 and 4x3)"))
+    looped = RuntimeError("a")
+    looped.__context__ = KeyError("b")
+    looped.__context__.__context__ = looped   # a cycle ends the walk
+    assert not out_of_memory(looped)
+    with pytest.raises(TypeError, match="error must be an exception, got str"):
+        out_of_memory("CUDA out of memory")
+
+
+def test_a_stack_whose_capture_ended_in_an_out_of_memory_error_is_split(monkeypatch):
+    """The error torch reports is the capture's end, its context the allocator's: the stack is split."""
+    alone = train_models(SPECS[:2], CONFIG, keep_params=True, max_stack=1)
+    real = loop._train_stack
+
+    def train_stack(specs, *args, **kwargs):
+        if len(specs) > 1:
+            raise _capture_end_after(OUT_OF_MEMORY("CUDA out of memory (simulated)"))
+        return real(specs, *args, **kwargs)
+    monkeypatch.setattr(loop, "_train_stack", train_stack)
+    with pytest.warns(loop.MemorySplitWarning, match="ran out of cpu memory .CUDA error: operation failed due"):
+        split = train_models(SPECS[:2], CONFIG, keep_params=True)
+    _same(split, alone)
+
+
+def test_any_other_error_of_a_stack_is_raised_as_it_is_without_splitting(monkeypatch):
+    def train_stack(specs, *args, **kwargs):
+        raise _capture_end_after(ValueError("a bad shape"))
+    monkeypatch.setattr(loop, "_train_stack", train_stack)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", loop.MemorySplitWarning)
+        with pytest.raises(RuntimeError, match="previous error during capture") as raised:
+            train_models(SPECS[:2], CONFIG)
+    assert isinstance(raised.value.__context__, ValueError)

@@ -40,7 +40,7 @@ module                          what it holds
 ``memcap.train.prepare``        initial weights and training sets, zero-padded to one shape
 ``memcap.train.stack``          one stack: weights as rows of one tensor, data, loss, evaluation
 ``memcap.train.adam``           Adam on the rows of a stack, per-model rates and freezing
-``memcap.train.memory``         the C heap keeps freed activations: no page faults per training step
+``memcap.train.memory``         the C heap keeps freed activations; what counts as out of device memory
 ``memcap.train.loop``           :func:`train_models`: stacks in, :class:`TrainResult` out
 ``memcap.train.checkpoint``     a job's progress kept on disk, so a stopped job goes on with the same numbers
 ``memcap.train.compiled``       ``torch.compile`` for the step of long jobs on a CPU ('auto', 'always', 'never')

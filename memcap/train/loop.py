@@ -19,7 +19,7 @@ from memcap.train.checkpoint import active as active_checkpoint
 from memcap.train.compiled import CompileWarning, compile_mode, compiled_stack_loss, compiles_well, use_compile
 from memcap.train.config import TrainConfig
 from memcap.train.graphs import StaticStep, graph_mode
-from memcap.train.memory import keep_freed_memory
+from memcap.train.memory import keep_freed_memory, out_of_memory
 from memcap.train.partition import cheapest_cut
 from memcap.train.schedule import lr_factor
 from memcap.train.specs import AoTSpec, MHASpec, Spec
@@ -78,10 +78,6 @@ def _eager_gradient(stack: Stack, flat: torch.Tensor, idx: torch.Tensor, weight:
 
 CHUNK = 256
 """Steps whose learning rates and batch indices are drawn at once; a checkpoint is taken where a chunk begins."""
-
-OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-"""What torch raises when the device has no memory left for an allocation (a RuntimeError)."""
-
 
 def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.device, dtype: torch.dtype,
                  keep_params: bool, compiled: bool = False, strict: bool = False,
@@ -194,7 +190,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
                     warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
                     grad = torch.autograd.grad(loss_of(stack, flat, idx, weight).sum(), [flat])[0]
             except Exception as err:   # noqa: BLE001 - whatever failed, the eager step computes the same
-                if strict or isinstance(err, OUT_OF_MEMORY):   # no memory: a smaller stack, see _train_fitting
+                if strict or out_of_memory(err):   # no memory: a smaller stack, see _train_fitting
                     raise
                 first_line = str(err).splitlines()[0] if str(err) else ""
                 warnings.warn(f"torch.compile failed ({type(err).__name__}: {first_line}); this stack trains with the "
@@ -311,8 +307,8 @@ def _train_fitting(part: list[int], specs: Sequence[Spec], config: TrainConfig, 
     try:
         return [(part, _train_stack([specs[i] for i in part], config, device, dtype, keep_params, compiled,
                                     strict=strict, checkpoint=checkpoint, graphs=graphs))]
-    except OUT_OF_MEMORY as error:
-        if len(part) == 1:
+    except Exception as error:   # noqa: BLE001 - only running out of memory is handled, see memory.out_of_memory
+        if len(part) == 1 or not out_of_memory(error):
             raise
         said = (str(error).splitlines() or [type(error).__name__])[0]
         message = (f"a stack of {len(part)} models ran out of {device.type} memory ({said}); "

@@ -1,4 +1,6 @@
-"""The C heap's reuse of freed memory, set for training: no page fault per fresh activation.
+"""Memory for training: the C heap's reuse of freed memory, and what counts as running out of device memory.
+
+**The C heap** (:func:`keep_freed_memory`): no page fault per fresh activation.
 
 On Linux with glibc, a freed block of more than 128 KiB goes back to the kernel at once (``mmap``
 threshold) or as soon as the free space at the top of the heap passes twice that size (trim threshold).
@@ -7,13 +9,23 @@ pages in again: measured on the reference 2-core machine (one thread, ``mahdavi_
 about 6,000 minor page faults per step, about 200 with the settings below. :func:`keep_freed_memory`
 keeps freed blocks of up to 32 MiB in the heap for the process's next allocation instead. Numbers do not
 change (only where memory comes from); the process keeps the freed memory it peaked at, no more.
+
+**Out of device memory** (:func:`out_of_memory`): a stack that does not fit trains as smaller stacks
+(``memcap.train.loop``), so the loop must recognise the error wherever torch raised it: an allocation of the
+caching allocator raises :data:`OUT_OF_MEMORY`, but the same failure inside a CUDA graph's recording can
+come out as the error of ending the capture (torch's ``capture_end``, "operation failed due to a previous
+error during capture"), with the allocator's error as its context, and cuBLAS reports a workspace it could
+not allocate in its own words.
 """
 from __future__ import annotations
 
 import ctypes
 import sys
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "TOP_PAD", "keep_freed_memory"]
+import torch
+
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "TOP_PAD", "keep_freed_memory", "OUT_OF_MEMORY",
+           "OUT_OF_MEMORY_WORDS", "out_of_memory"]
 
 MMAP_THRESHOLD = 32 << 20
 """Blocks up to this size come from the heap (glibc's largest allowed ``M_MMAP_THRESHOLD``), not ``mmap``."""
@@ -42,3 +54,27 @@ def keep_freed_memory() -> bool:
                                                           (_M_TRIM_THRESHOLD, TRIM_THRESHOLD),
                                                           (_M_TOP_PAD, TOP_PAD)))
     return _done
+
+
+OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+"""What torch raises when the device has no memory left for an allocation (a RuntimeError)."""
+
+OUT_OF_MEMORY_WORDS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED")
+"""How other errors say the device ran out of memory: CUDA's ``cudaErrorMemoryAllocation`` ("CUDA error: out
+of memory") and cuBLAS's failed workspace allocation."""
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from or while handling (``__cause__``, ``__context__``),
+    is the device running out of memory: :data:`OUT_OF_MEMORY`, or a message with one of
+    :data:`OUT_OF_MEMORY_WORDS`."""
+    if not isinstance(error, BaseException):
+        raise TypeError(f"error must be an exception, got {type(error).__name__}")
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if isinstance(link, OUT_OF_MEMORY) or any(w.lower() in str(link).lower() for w in OUT_OF_MEMORY_WORDS):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ if link.__cause__ is not None else link.__context__
+    return False
