@@ -503,4 +503,7 @@ BOUNDS: dict[str, Bound] = {
     "dana_assoc_param_count": Bound(DANA_ASSOC_PARAM_COUNT_EXPR, dana_assoc_param_count,
                                     "AoT parameters for T0 associations", f"{DANA}, Theorem 1 and Remarks 1"),
 }
-"""Every closed form by name: ``(expr, fn, description, citation)``, for tables in the chapters."""
+"""Every closed form by name: ``(expr, fn, description, citation)``, for tables in the chapters.
+
+:meta hide-value:
+"""

@@ -154,7 +154,10 @@ CHECKS: tuple[tuple[str, Callable[[torch.device], str]], ...] = (
     ("training engine", _check_engine),
     ("device agrees with the CPU", _check_against_cpu),
 )
-"""The checks :func:`run_doctor` runs, in order: (name, function of the device returning a detail line)."""
+"""The checks :func:`run_doctor` runs, in order: (name, function of the device returning a detail line).
+
+:meta hide-value:
+"""
 
 
 def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps: int = 50,

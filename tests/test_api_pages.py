@@ -33,3 +33,24 @@ def test_every_public_module_has_a_page():
     documented = {_module_of(page) for page in PAGES}
     missing = sorted(set(PUBLIC_MODULES) - {"memcap"} - documented)
     assert not missing, f"public modules without a page in book/appendix/api/: {missing}"
+
+
+LONGEST_VALUE = 1000
+"""Characters of a documented constant's value that its API page may show; a longer one is a wall of text
+there (``memcap.bounds.BOUNDS`` was 4,000), so its docstring hides it (``:meta hide-value:``)."""
+
+
+def test_no_api_page_shows_a_constant_longer_than_a_paragraph():
+    from sphinx.pycode import ModuleAnalyzer
+    from sphinx.util.inspect import object_description
+
+    walls = []
+    for page in PAGES:
+        module = importlib.import_module(_module_of(page))
+        docs = ModuleAnalyzer.for_module(module.__name__).find_attr_docs()
+        for name in getattr(module, "__all__", []):
+            value = getattr(module, name)
+            if ("", name) in docs and len(object_description(value)) > LONGEST_VALUE \
+                    and ":meta hide-value:" not in "\n".join(docs[("", name)]):
+                walls.append(f"{module.__name__}.{name} ({len(object_description(value))} characters)")
+    assert not walls, f"add ':meta hide-value:' to the docstrings of {walls}"

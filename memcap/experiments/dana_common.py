@@ -10,6 +10,7 @@ these data: see its docstring), and :func:`summarize_heads` turns an accuracy-vs
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -32,6 +33,7 @@ class HeadsSummary:
     ``fit``: least-squares line of accuracy in H on the non-saturated part (accuracy < 99 %, first
     saturated point kept); ``fit_memorized``: the same line in associations, its slope is the number of
     associations one more head adds; ``fitted_heads`` (j,), j <= k: the values of H both lines were fitted on.
+    ``seeds``: the fewest records (seeds) averaged at one H (1: no spread to show).
     """
 
     heads: np.ndarray
@@ -47,6 +49,7 @@ class HeadsSummary:
     T0: int
     dim: int
     head_dim: int
+    seeds: int
 
     @property
     def per_head(self) -> float:
@@ -111,7 +114,7 @@ def summarize_heads(records: Sequence[dict]) -> HeadsSummary:
         cor2=np.array([bounds.cor2_accuracy(int(H), d_h, d, N, T0) for H in heads]),
         previous=np.array([previous_accuracy(int(H), d_h, N, T0) for H in heads]),
         fit=linear_fit(x, y), fit_memorized=linear_fit(heads[keep], memorized[keep]), fitted_heads=heads[keep],
-        vocab=N, T0=T0, dim=d, head_dim=d_h)
+        vocab=N, T0=T0, dim=d, head_dim=d_h, seeds=min(Counter(int(r["heads"]) for r in records).values()))
 
 
 PUBLISHED_REPOSITORY = "leodana2000/Transformer_Attentional_Memory"

@@ -76,7 +76,10 @@ verdicts of Table 1 and Table 3, BERT's Kruskal-rank estimates (291 trained, 349
 Not in the paper's text, and marked as the book's choices where the book uses them: the number of text
 examples (2000, the number of ImageNet images of Sec. 5.1), GPT-2's size (GPT-2 large's n = 1024,
 d = 1280; the paper says only "GPT2") and ``fig1_step`` (the step in k of Figure 1's curve). BERT's
-n/d = 512/1024 is stated (App. J)."""
+n/d = 512/1024 is stated (App. J).
+
+:meta hide-value:
+"""
 
 QUICK = {
     "seed": 0,
