@@ -331,6 +331,21 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _estimate(args: argparse.Namespace) -> int:
+    import torch
+
+    from memcap.experiments.estimate import duration, estimate_profile, format_estimate
+
+    total = 0.0
+    for name in args.experiment:
+        found = estimate_profile(name, args.profile, args.steps)
+        total += found.seconds
+        print(format_estimate(found), flush=True)
+    if len(args.experiment) > 1:
+        print(f"total: about {duration(total)}, one job after the other ({torch.get_num_threads()} thread(s))")
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     from memcap.experiments.bench import (
         LARGE_WORKLOADS,
@@ -485,6 +500,14 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     cache.add_argument("--prune", action="store_true",
                        help="delete stale, legacy, corrupt and partial entries (never a current one)")
     command("list", "list the experiments and their job counts per profile", _list)
+    estimate = command("estimate", "estimate how long an experiment's profile takes here, from two of its jobs "
+                                   "run briefly", _estimate)
+    estimate.add_argument("experiment", nargs="+", choices=EXPERIMENTS, metavar="EXPERIMENT",
+                          help="one or more experiments (see the list command)")
+    estimate.add_argument("--profile", choices=PROFILES, default="paper", help="grid to estimate (default: paper)")
+    estimate.add_argument("--steps", type=_positive_int, default=40, metavar="S",
+                          help="the first and last job run S and 3S steps (default 40)")
+    threads(estimate)
     bench = command("bench", "time the stacked engine against one-at-a-time training",
                     _bench)
     bench.add_argument("--models", type=_positive_int, default=16, help="models per workload (default 16)")
