@@ -1,5 +1,5 @@
 """Command line: ``python -m memcap COMMAND`` (or the ``memcap`` console script), with the commands
-``sweep``, ``cache``, ``list``, ``bench``, ``student-edition``, ``pdf``, ``doctor`` and ``grade``.
+``sweep``, ``cache``, ``list``, ``estimate``, ``bench``, ``student-edition``, ``pdf``, ``doctor`` and ``grade``.
 
 * ``sweep <experiment> [--profile quick|paper] [--executor inprocess|threads|processes|dask] [--workers N]
   [--address HOST:PORT] [--cache DIR] [--compile auto|always|never] [--cuda-graphs always|never] [--merge K]
@@ -12,6 +12,9 @@
   stale, corrupt, missing; from which commit, device and date); ``--prune`` deletes stale, corrupt and
   partial entries (never a current one).
 * ``list``: the experiments and their job counts per profile.
+* ``estimate EXPERIMENT... [--profile quick|paper] [--steps S] [--threads N]``: how long their profile (default:
+  paper) takes on this machine, one job after the other, from the first and last job run for S and 3S steps
+  (:mod:`memcap.experiments.estimate`).
 * ``bench [--models K] [--steps S] [--authors-steps A] [--workload NAME|small|paper|standard|large|all]
   [--device DEV] [--repeats R] [--compile auto|always|never] [--cuda-graphs always|never] [--json] [--threads N]``:
   stacked engine vs
@@ -39,7 +42,10 @@ kind, a missing GPU, a CUDA index past the last, a malformed index), a ``MEMCAP_
 CPU), ``--cuda-graphs always`` (or the variable's) off CUDA, and a path that cannot serve
 (``--cache``/``MEMCAP_CACHE`` or ``--output`` naming a file or a path below one, or a folder that cannot
 be written for ``sweep``, ``cache --prune``, ``student-edition`` and ``grade``, found by creating and
-removing an empty folder there). Any other error keeps its traceback (status 1).
+removing an empty folder there), a number past :data:`LARGEST_COUNT` (or the tighter bound of ``--workers``
+and ``--models``), a Dask ``--address`` that does not parse or answer, and limits under which ``grade``'s trial
+kernel cannot run. Any other error keeps its traceback (status 1); a closed stdout (``| head``) ends the
+command quietly.
 """
 from __future__ import annotations
 
@@ -78,15 +84,31 @@ class _HelpFormatter(argparse.HelpFormatter):
         return super()._format_action(action)
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+LARGEST_COUNT = 10**9
+"""The largest count, number of steps, of seconds or of MiB an option takes: beyond it no run of these commands
+finishes (and torch's and the OS's 64-bit integers overflow further on)."""
+
+
+def _positive_int(text: str, largest: int = LARGEST_COUNT) -> int:
+    """argparse type: an integer from 1 to ``largest``."""
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if value > largest:
+        raise argparse.ArgumentTypeError(f"must be at most {largest:,}, got {text!r}")
     return value
+
+
+def _at_most(largest: int) -> Callable[[str], int]:
+    """argparse type: an integer from 1 to ``largest`` (for counts whose every unit costs a process, a model
+    or a list entry up front)."""
+    def parse(text: str) -> int:
+        return _positive_int(text, largest)
+    parse.__name__ = "positive integer"
+    return parse
 
 
 def _seconds(text: str) -> float:
@@ -214,6 +236,19 @@ def _compile(args: argparse.Namespace) -> None:
     args.compile, args.cuda_graphs = mode, graph_mode
 
 
+def _environment_modes() -> None:
+    """Refuse (UsageError) a ``MEMCAP_COMPILE`` or ``MEMCAP_CUDA_GRAPHS`` that is not a mode, for the commands
+    without ``--compile`` and ``--cuda-graphs`` (a typo would otherwise fail as a broken machine)."""
+    from memcap.train import graphs
+    from memcap.train.compiled import compile_mode
+
+    try:
+        compile_mode(None)
+        graphs.graph_mode(None)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def _profile(args: argparse.Namespace) -> str:
     from memcap.experiments.sweep import current_profile
 
@@ -267,6 +302,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
                                  threads=args.threads if args.executor == "processes" else None)
     except ImportError as err:
         raise UsageError(str(err)) from None
+    except (ValueError, OSError) as err:   # distributed's parse of --address, or no scheduler there
+        if args.address is None:
+            raise
+        raise UsageError(f"--address {args.address!r}: {type(err).__name__}: {str(err).splitlines()[0]}") from None
     progress = Progress(f"{args.experiment} ({profile})", args.progress)
     try:
         report = run_sweep_report(args.experiment, job_list, executor=executor, cache=cache, progress=progress,
@@ -477,7 +516,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                             "pool of --workers), dask (a Dask cluster at --address, else a local one); default: "
                             "one single-threaded process per core on a multi-core CPU with several jobs, else "
                             "inprocess")
-    sweep.add_argument("--workers", type=_positive_int, default=None,
+    sweep.add_argument("--workers", type=_at_most(1024), default=None,
                        help="pool size of the threads and processes executors, or of a local Dask cluster")
     sweep.add_argument("--address", default=None, help="Dask scheduler address (--executor dask; default: a "
                                                        "local cluster)")
@@ -510,7 +549,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     threads(estimate)
     bench = command("bench", "time the stacked engine against one-at-a-time training",
                     _bench)
-    bench.add_argument("--models", type=_positive_int, default=16, help="models per workload (default 16)")
+    bench.add_argument("--models", type=_at_most(10_000), default=16, help="models per workload (default 16)")
     bench.add_argument("--steps", type=_positive_int, default=200,
                        help="training steps per model in the engine, stacked and one at a time (default 200)")
     bench.add_argument("--workload", default="standard", choices=(*WORKLOADS, "small", "paper", "standard", "large",
@@ -543,7 +582,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                      _doctor)
     doctor.add_argument("--device", default=None,
                         help="cuda, cuda:K, mps or cpu (default: MEMCAP_DEVICE, else the GPU if any, else cpu)")
-    doctor.add_argument("--models", type=_positive_int, default=8, help="models in the benchmark (default 8)")
+    doctor.add_argument("--models", type=_at_most(10_000), default=8, help="models in the benchmark (default 8)")
     doctor.add_argument("--steps", type=_positive_int, default=50, help="steps in the benchmark (default 50)")
     doctor.add_argument("--no-bench", action="store_true", help="skip the stacked-vs-loop benchmark")
     threads(doctor)
@@ -590,10 +629,12 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m memcap") -> in
         import torch
         torch.set_num_threads(args.threads)
     try:
-        if args.command in ("sweep", "bench", "doctor"):
+        if args.command in ("sweep", "bench", "doctor", "estimate"):
             _device(args)
         if args.command in ("sweep", "bench"):
             _compile(args)
+        if args.command in ("doctor", "estimate"):   # they train with the modes of the environment
+            _environment_modes()
         return args.run(args)
     except UsageError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
@@ -605,7 +646,12 @@ def cli(argv: list[str] | None = None) -> None:
     After an interruption it exits at once (a thread pool's running jobs cannot be stopped, and Python
     would otherwise wait for them at exit only to drop their results)."""
     script = Path(sys.argv[0]).name
-    code = main(argv, prog=script if script == "memcap" else "python -m memcap")
+    try:
+        code = main(argv, prog=script if script == "memcap" else "python -m memcap")
+        sys.stdout.flush()
+    except BrokenPipeError:   # the reader of stdout left (`| head`): no traceback, and none again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     if code == 130:
         sys.stdout.flush()
         sys.stderr.flush()

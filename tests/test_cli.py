@@ -106,11 +106,41 @@ def test_list_and_bad_arguments():
     (["sweep", "dana_fig4", "--executor", "dask", "--address", "tcp://h:8786", "--workers", "2"],
      "with --address the cluster's own workers are used"),
     (["cache", "fig99"], "experiment must be one of"),
+    (["sweep", "dana_fig4", "--executor", "processes", "--workers", "99999999999999999999"],
+     "argument --workers: must be at most 1,024, got '99999999999999999999'"),
+    (["bench", "--models", "10000000000", "--steps", "1"], "argument --models: must be at most 10,000"),
+    (["bench", "--steps", "99999999999999999999999"], "argument --steps: must be at most 1,000,000,000"),
+    (["bench", "--authors-steps", "99999999999999999999999"], "argument --authors-steps: must be at most"),
+    (["sweep", "dana_fig4", "--merge", "99999999999999999999999"], "argument --merge: must be at most"),
+    (["grade", ".", "--chapter", "skip", "--memory", "17592186044416"], "argument --memory: must be at most"),
+    (["sweep", "dana_fig4", "--cache", "{tmp}", "--executor", "dask", "--address", "not an address"],
+     "--address 'not an address': ValueError"),
 ])
-def test_argument_errors_are_one_line_naming_the_argument(args, message):
+def test_argument_errors_are_one_line_naming_the_argument(args, message, tmp_path):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     out = _run(*args)
     assert out.returncode == 2 and message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", [["doctor", "--no-bench"], ["estimate", "dana_fig4", "--profile", "quick"]])
+@pytest.mark.parametrize("variable,value", [("MEMCAP_COMPILE", "yes"), ("MEMCAP_CUDA_GRAPHS", "maybe")])
+def test_commands_training_with_the_environment_modes_refuse_a_bad_one_before_any_work(command, variable, value):
+    out = _run(*command, env_extra={variable: value})
+    assert out.returncode == 2 and out.stdout == "", out.stdout
+    assert out.stderr.strip() == (f"python -m memcap: error: the environment variable {variable} must be one of "
+                                  f"{out.stderr.split('must be one of ')[1].strip()}")
+    assert f"got {value!r}" in out.stderr
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`python -m memcap list | head -1`: the pipe closes before the listing is written (here `true` reads
+    nothing and exits at once, long before memcap has imported torch)."""
+    import sys as _sys
+
+    done = subprocess.run(f"{_sys.executable} -m memcap list | true", shell=True, capture_output=True, text=True,
+                          timeout=120, cwd=str(ROOT))
+    assert done.stderr == "", done.stderr
 
 
 def test_threads_flag_is_checked():

@@ -194,6 +194,8 @@ def test_bad_arguments_are_refused_naming_them(tmp_path):
         grade_folder(tmp_path, "skip", tmp_path / "out", cell_timeout=0)
     with pytest.raises(ValueError, match="memory must be a positive integer"):
         Limits(memory=-1)
+    with pytest.raises(ValueError, match=r"memory must be at most \d+, got 18446744073709551616"):
+        Limits(memory=2**64)
     with pytest.raises(TypeError, match="chapter must be a string"):
         resolve_chapter(3)
     with pytest.raises(TypeError, match="folder must be a path"):
@@ -219,3 +221,27 @@ def test_the_sandbox_mounts_only_what_the_kernel_needs(tmp_path):
     mounted = {b for a, b in pairs if a in ("--ro-bind", "--bind")}
     assert mounted == {*map(str, _needed()), "/usr", str(tmp_path / "copy"), str(tmp_path / "run")}
     assert not any("PYTHONPATH" in a for a in argv)
+
+
+def test_limits_no_kernel_can_start_under_are_refused_once_instead_of_failing_every_student(tmp_path, capsys):
+    """--memory 4 (GiB meant): a trial kernel fails, and the command says so and exits 2 before grading,
+    instead of writing 0 for every student. (Between about 128 and 700 MiB a kernel may or may not start,
+    depending on how its libraries land in the address space: there the students' notebooks fail with
+    MemoryError, which their grades say.)"""
+    memory_mib = 4
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    write_notebook(ROOT / f"{CHAPTER}.md", subs / "alice.ipynb")
+    code = main(["grade", str(subs), "--chapter", CHAPTER.split("/")[-1], "--output", str(tmp_path / "out"),
+                 "--sandbox", "none", "--memory", str(memory_mib), "--timeout", "60"])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("warning: --sandbox none")]
+    assert code == 2, err
+    assert len(err) == 1 and "a trial kernel could not run a one-line notebook under these limits" in err[0]
+    assert f"check --memory ({memory_mib} MiB" in err[0]
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_trial_kernel_runs_under_the_default_limits(tmp_path):
+    from memcap.textbook.grading import Limits, _trial_kernel
+
+    assert _trial_kernel("none", Limits(timeout=120), tmp_path / "out") is None

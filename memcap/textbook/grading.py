@@ -97,6 +97,13 @@ class Limits:
         for name, value in vars(self).items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            if value > LIMIT_MAX:   # a resource limit is a signed 64-bit number of the kernel's
+                raise ValueError(f"{name} must be at most {LIMIT_MAX}, got {value}")
+
+
+LIMIT_MAX = 2**62
+"""Largest value of a :class:`Limits` field (bytes, seconds or counts): beyond it a resource limit no longer
+fits the kernel's signed 64-bit number, and the kernel would fail to start for every student alike."""
 
 
 @dataclass(frozen=True)
@@ -605,7 +612,7 @@ def _run_notebook(path: Path, labels: list[str], spec_dir: Path, run: Path, cwd:
     client = _client_class()(nb, km=km, timeout=limits.cell_timeout, allow_errors=True,
                              interrupt_on_timeout=True, record_timing=False, shutdown_kernel="immediate",
                              skip_cells_with_tag="memcap-grade-never-skip",   # runs "skip-execution" cells
-                             startup_timeout=120)
+                             startup_timeout=min(120, limits.timeout))
     client.limits = limits
     deadline = time.monotonic() + limits.timeout
     outcome: dict[str, Any] = {"problem": None, "verdicts": {}}
@@ -698,6 +705,12 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
         log("warning: --sandbox none: the notebooks run unsandboxed as the grading user and can change "
             "its files, the checkers and the results; these grades are honour-system")
     registry()   # every checker is loaded before any notebook runs
+    problem = _trial_kernel(sandbox, limits, output)
+    if problem:
+        raise ValueError(f"a trial kernel could not run a one-line notebook under these limits ({problem}); "
+                         f"no notebook was graded: check --memory ({limits.memory / 2**20:.0f} MiB of address "
+                         f"space per kernel process; importing torch alone takes about 700), --processes "
+                         f"({limits.processes}) and --timeout ({limits.timeout} s)")
     report = GradeReport(doc, labels, sandbox=sandbox)
     start = time.perf_counter()
     for sub in ("notebooks", "students", "logs"):
@@ -734,6 +747,32 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
     report.summary_path = output / "summary.txt"
     report.summary_path.write_text(report.summary() + "\n", encoding="utf-8")
     return report
+
+
+def _trial_kernel(sandbox: str, limits: Limits, output: Path) -> str | None:
+    """Run a notebook of one line (importing what every chapter imports) in a kernel started exactly as the
+    students' will be: why it did not finish, or ``None``. Limits no kernel can start under (``--memory``
+    in GiB instead of MiB, say) are then refused once, instead of giving every student 0."""
+    import nbformat
+
+    with tempfile.TemporaryDirectory(prefix="memcap-grade-trial-") as tmp:
+        folder = Path(tmp) / "submissions"
+        folder.mkdir()
+        notebook = folder / "trial.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot, numpy, torch, memcap.textbook.exercises")]), notebook)
+        logs = Path(tmp) / "output"
+        (logs / "logs").mkdir(parents=True)
+        (logs / "notebooks").mkdir()
+        _, problem, _ = _grade_student("trial", notebook, folder, Path(tmp) / "private", [], sandbox, limits,
+                                       [folder, *([output] if output.exists() else [])], logs)
+        ran = logs / "notebooks" / "trial.ipynb"
+        if problem is None and ran.exists():   # the cell's own error (allowed in students' notebooks)
+            errors = [o for c in nbformat.read(ran, as_version=4).cells for o in c.get("outputs", [])
+                      if o.get("output_type") == "error"]
+            if errors:
+                problem = f"{errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]}"
+    return problem
 
 
 def _grade_student(student: str, notebook: Path, submissions: Path, private: Path, labels: list[str],
