@@ -333,30 +333,56 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
+    """Report (and with ``--prune``, clean) the results cache. A ``--cache`` or ``MEMCAP_CACHE`` naming no folder is
+    refused (exit 2); the default cache not made yet (a fresh clone: no sweep has run) is reported with every job
+    missing. ``--prune`` looks only into the folders named after the experiments given (default: all), and refuses
+    a folder that holds something but no experiment's folder: it is not a results cache."""
+    from memcap import ENGINE_VERSION
     from memcap.experiments import EXPERIMENTS, cache_status
-    from memcap.experiments.sweep import ResultCache
+    from memcap.experiments.sweep import PRUNED, ResultCache
 
     unknown = [name for name in args.experiment if name not in EXPERIMENTS]
     if unknown:
         raise UsageError(f"experiment must be one of {EXPERIMENTS}, got {unknown[0]!r}")
     root = _cache_root(args, writing=args.prune)
+    what = "--cache" if args.cache is not None else \
+        ("MEMCAP_CACHE" if os.environ.get("MEMCAP_CACHE", "").strip() else "the default cache")
+    names = tuple(dict.fromkeys(args.experiment)) if args.experiment else EXPERIMENTS
     cache = ResultCache(root)
-    if args.prune:
-        removed = cache.prune()
-        print(f"pruned {count_noun(len(removed), 'file')} (stale, legacy, corrupt or partial entries, orphan "
-              f"checkpoints) from {cache.root}")
-    rows, disk = cache_status(root, tuple(args.experiment) if args.experiment else EXPERIMENTS)
-    print(f"results cache {cache.root}")
+    if not root.is_dir():
+        if what != "the default cache":
+            raise UsageError(f"{what}: {root} does not exist: there is no results cache there (a sweep makes one)")
+        print(f"results cache {cache.root} does not exist yet: no sweep has stored a result"
+              f"{' (nothing to prune)' if args.prune else ''}; `{args.prog} sweep EXPERIMENT` makes it")
+    else:
+        present = cache.experiments()
+        if args.prune:
+            if not present and any(root.iterdir()):
+                raise UsageError(f"{what}: {root} holds no experiment's folder (such as {EXPERIMENTS[0]}/): it is not "
+                                 "a memcap results cache, nothing pruned")
+            removed = [path for name in names if name in present for path in cache.prune(name)]
+            print(f"pruned {count_noun(len(removed), 'file')} (stale, legacy, corrupt or partial entries, orphan "
+                  f"checkpoints) from {cache.root}")
+        print(f"results cache {cache.root}")
+    rows, disk = cache_status(root, names)
     print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'corrupt':>8s} "
           f"{'missing':>8s}  provenance of the current entries")
     for r in rows:
         print(f"{r.name:15s} {r.profile:7s} {r.jobs:5d} {r.current:8d} {r.stale:6d} {r.corrupt:8d} {r.missing:8d}  "
               f"{r.provenance or '-'}")
+    labels = {"newer": f"newer (engine > {ENGINE_VERSION})", "foreign": "not memcap's"}
     for name, counts in disk.items():
-        print(f"{name}: files on disk: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    if any(set(counts) & {"stale", "legacy", "corrupt", "partial", "orphan"} for counts in disk.values()):
+        print(f"{name}: files on disk: " + ", ".join(f"{n} {labels.get(status, status)}"
+                                                     for status, n in sorted(counts.items())))
+    found = set().union(*disk.values()) if disk else set()
+    if found & set(PRUNED):
         print("stale, legacy, corrupt, partial and orphan files are never used; delete them with "
               f"`{args.prog} cache --prune{' --cache ' + args.cache if args.cache else ''}`")
+    if "newer" in found:
+        print(f"newer files were made by a newer engine than this memcap's (version {ENGINE_VERSION}): this memcap "
+              "cannot use them (a job that has only those counts as stale above) and --prune keeps them")
+    if "foreign" in found:
+        print("files not memcap's (not named as memcap names its files) are left alone, by --prune too")
     return 0
 
 
@@ -534,10 +560,12 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                        help="show a progress bar on stderr (default: only when stderr is a terminal)")
     threads(sweep)
     cache = command("cache", "show the results cache; --prune deletes unusable entries", _cache)
-    cache.add_argument("experiment", nargs="*", default=[], help="experiments to report (default: all)")
+    cache.add_argument("experiment", nargs="*", default=[], help="experiments to report and prune (default: all)")
     cache.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
     cache.add_argument("--prune", action="store_true",
-                       help="delete stale, legacy, corrupt and partial entries (never a current one)")
+                       help="delete the stale (older engine), legacy, corrupt and partial entries and orphan "
+                            "checkpoints of these experiments; never a current entry, one of a newer engine, a "
+                            "checkpoint a sweep goes on from, nor a file memcap did not name")
     command("list", "list the experiments and their job counts per profile", _list)
     estimate = command("estimate", "estimate how long an experiment's profile takes here, from two of its jobs "
                                    "run briefly", _estimate)

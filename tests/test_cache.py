@@ -149,7 +149,7 @@ def test_changed_engine_version_refuses_the_old_entry_and_a_sweep_recomputes_it(
     folder = cache.path("exp", jobs[0]).parent
     assert sorted(p.name for p in folder.iterdir()) == [f"engine-{ENGINE_VERSION}.json",
                                                         f"engine-{ENGINE_VERSION + 1}.json"]   # nothing lost
-    removed = cache.prune()
+    removed = cache.prune("exp")              # "exp" is no experiment of the book: prune() alone skips it
     assert sorted(p.name for p in removed) == [f"engine-{ENGINE_VERSION}.json"] * 2
     assert cache.get("exp", jobs[0]) == report.results[0]
 
@@ -211,7 +211,7 @@ def test_format_1_entries_are_stale_and_pruned(tmp_path):
     assert entry.status == "stale" and "cache format 1" in entry.reason and entry.path == legacy
     assert cache.get("exp", job) is None
     assert [s for s, *_ in cache.entries("exp")] == ["legacy"]
-    assert cache.prune() == [legacy] and not legacy.exists()
+    assert cache.prune("exp") == [legacy] and not legacy.exists()
 
 
 # corrupt, truncated and partial entries ---------------------------------------------------------------
@@ -279,7 +279,7 @@ def test_a_write_killed_midway_leaves_no_entry(tmp_path, dying_write):
     leftovers = [(status, path.name) for status, path, *_ in cache.entries("exp")]
     assert leftovers and all(status == "partial" for status, _ in leftovers), leftovers
     assert not cache.path("exp", job).exists()
-    assert len(cache.prune()) == len(leftovers) and not list((tmp_path / "exp").rglob("*"))
+    assert len(cache.prune("exp")) == len(leftovers) and not list((tmp_path / "exp").rglob("*"))
     cache.put("exp", job, {"v": 1, "arrays": {"w": np.ones(3)}})
     assert cache.get("exp", job)["v"] == 1
 
@@ -299,4 +299,201 @@ def test_cache_status_counts_per_experiment_and_profile(tmp_path, monkeypatch):
     assert (paper.jobs, paper.current, paper.stale, paper.missing, paper.complete) == (2, 1, 1, 0, False)
     assert (quick.jobs, quick.current, quick.missing) == (1, 0, 1)
     assert paper.provenance == "commit 0123abc, NVIDIA H100 80GB HBM3, 2026-11-20"
-    assert disk == {name: {"current": 1, "stale": 1, "unused": 1}}
+    assert disk == {name: {"current": 1, "newer": 1, "unused": 1}}     # engine + 5: another checkout's, kept
+
+
+# pruning only what is memcap's, and never finished work -------------------------------------------------
+
+def _stale_entry(cache: ResultCache, experiment: str, seed: int = 0):
+    """An entry of an older engine version (prunable) for a job of ``experiment``."""
+    return cache.put(experiment, _jobs(seed + 1)[seed], {"v": seed}, {**MANIFEST, "engine_version": ENGINE_VERSION - 1})
+
+
+def test_prune_looks_only_into_experiment_folders_and_at_memcap_names(tmp_path):
+    """The audit's case: pointed at a copy of the repository, prune deleted its recorded runs and book data."""
+    cache = ResultCache(tmp_path)
+    theirs = {"memcap/experiments/recorded/dana_fig1b_paper.json": "{not json", "book/appendix/gpu_book.json": "[",
+              "notes/arrays.npz": "x", "notes/.draft.tmp": "x",
+              # inside an experiment's folder, files memcap does not name so
+              "syn_exact/readme.json": "{", "syn_exact/data.npz": "x", "syn_exact/.swap.tmp": "x",
+              "syn_exact/plots/fig.json": "{", "syn_exact/0123456789abcdef0123/notes.txt": "x",
+              "syn_exact/0123456789abcdef0123/engine-x.json": "{", "syn_exact/not-a-key/engine-6.json": "{",
+              "syn_exact/0123456789abcdef0123/engine-6.checkpoint/notes.json": "{"}
+    for name, text in theirs.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cache.experiments() == ["syn_exact"]
+    stale = _stale_entry(cache, "syn_exact")
+    found = {str(p.relative_to(tmp_path)): status for status, p, _, _ in cache.entries("syn_exact")}
+    assert found == {**{name: "foreign" for name in theirs if name.startswith("syn_exact/")},
+                     str(stale.relative_to(tmp_path)): "stale"}
+    assert cache.prune() == [stale]
+    assert all((tmp_path / name).read_text() == text for name, text in theirs.items())
+    with pytest.raises(ValueError, match="statuses must be statuses of entries.. other than 'foreign'"):
+        cache.prune("syn_exact", statuses=("foreign",))
+    with pytest.raises(TypeError, match="statuses must be a list or tuple of statuses, got 'stale'"):
+        cache.prune("syn_exact", statuses="stale")
+
+
+def test_prune_keeps_the_entries_and_checkpoints_of_a_newer_engine(tmp_path):
+    """Two checkouts sharing a cache: the older one must not destroy the newer one's finished work."""
+    cache = ResultCache(tmp_path)
+    job = _jobs(1)[0]
+    newer = cache.put("exp", job, {"v": 1, "arrays": {"w": np.ones(2)}},
+                      {**MANIFEST, "engine_version": ENGINE_VERSION + 1})
+    folder = newer.parent
+    checkpoint = folder / f"engine-{ENGINE_VERSION + 1}.checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / "abc.step.pt").write_bytes(b"progress")
+    writing = folder / f".engine-{ENGINE_VERSION + 1}.json.abcd_123.tmp"    # its write in progress
+    writing.write_text("{")
+    old = _stale_entry(cache, "exp")
+    old_checkpoint = folder / f"engine-{ENGINE_VERSION - 1}.checkpoint"
+    old_checkpoint.mkdir()
+    (old_checkpoint / "abc.step.pt").write_bytes(b"progress")
+    found = {str(p.relative_to(folder)): (status, reason) for status, p, _, reason in cache.entries("exp")}
+    assert {name: status for name, (status, _) in found.items()} == {
+        newer.name: "newer", f"{checkpoint.name}/abc.step.pt": "newer", writing.name: "newer", old.name: "stale",
+        f"{old_checkpoint.name}/abc.step.pt": "stale"}                  # (the newer NPZ goes with its JSON)
+    assert found[newer.name][1] == f"made by engine version {ENGINE_VERSION + 1}, newer than this memcap's " \
+                                   f"({ENGINE_VERSION}): kept"
+    entry = cache.lookup("exp", job)
+    assert entry.status == "stale" and "newer" in entry.reason and "--prune` keeps it" in entry.reason
+    assert sorted(cache.prune("exp")) == sorted([old, old_checkpoint / "abc.step.pt"])
+    assert newer.is_file() and newer.with_suffix(".npz").is_file() and (checkpoint / "abc.step.pt").is_file()
+    assert writing.is_file() and not old_checkpoint.exists()
+    assert ResultCache(tmp_path).get("exp", job) is None               # not used here: recomputed beside it
+
+
+@pytest.mark.parametrize("engine", ['"6"', "true", "null", str(ENGINE_VERSION - 1)])
+def test_an_entry_whose_engine_version_is_wrong_is_corrupt_everywhere(tmp_path, monkeypatch, engine):
+    """The table (lookup), the files on disk (entries) and prune agree: an engine version that is no int, or not
+    the one the file's name says, makes the entry corrupt."""
+    name = "dana_fig4"
+    job = _jobs(1)[0]
+    monkeypatch.setattr(experiments.get(name), "jobs", lambda profile: [job])
+    cache = ResultCache(tmp_path)
+    path = cache.put(name, job, {"v": 1}, MANIFEST)
+    path.write_text(path.read_text().replace(f'"engine_version": {ENGINE_VERSION},', f'"engine_version": {engine},'))
+    entry = cache.lookup(name, job)
+    assert entry.status == "corrupt" and "engine_version" in entry.reason
+    rows, disk = experiments.cache_status(tmp_path, names=(name,))
+    assert {(r.current, r.corrupt) for r in rows} == {(0, 1)} and disk == {name: {"corrupt": 1}}
+    assert cache.prune(name) == [path]
+
+
+def test_a_deeply_nested_json_is_corrupt_not_a_crash(tmp_path, monkeypatch):
+    name = "dana_fig4"
+    job = _jobs(1)[0]
+    monkeypatch.setattr(experiments.get(name), "jobs", lambda profile: [job])
+    cache = ResultCache(tmp_path)
+    path = cache.path(name, job)
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 100_000)
+    merged = path.with_name(f"engine-{ENGINE_VERSION}.checkpoint") / "merged-run.json"
+    merged.parent.mkdir()
+    merged.write_text('{"jobs": ' + "[" * 100_000)
+    legacy = tmp_path / name / "0123456789abcdef0123.json"
+    legacy.write_text("[" * 100_000)
+    entry = cache.lookup(name, job)
+    assert entry.status == "corrupt" and "nested too deeply" in entry.reason
+    assert {p.name: s for s, p, *_ in cache.entries(name)} == {path.name: "corrupt", "merged-run.json": "checkpoint",
+                                                               legacy.name: "corrupt"}
+    rows, disk = experiments.cache_status(tmp_path, names=(name,))
+    assert {r.corrupt for r in rows} == {1} and disk == {name: {"corrupt": 2, "checkpoint": 1}}
+
+
+# a blocked entry path; a store that fails -------------------------------------------------------------
+
+@pytest.mark.parametrize("blocker", ["file for the key folder", "folder for the JSON", "folder for the NPZ",
+                                     "file for the checkpoint folder", "link to nothing", "file for the experiment"])
+def test_a_blocked_entry_path_is_refused_before_any_job_runs(tmp_path, blocker):
+    """The audit's case: a file where the job's folder belongs was found only after training (a traceback), and a
+    folder where its JSON belongs threw the finished result away."""
+    cache = ResultCache(tmp_path / "c9")
+    jobs = _jobs(3)
+    meta = cache.path("syn_exact", jobs[1])
+    place = {"file for the key folder": meta.parent, "folder for the JSON": meta, "folder for the NPZ":
+             meta.with_suffix(".npz"), "file for the checkpoint folder": meta.with_suffix(".checkpoint"),
+             "link to nothing": meta.parent, "file for the experiment": meta.parent.parent}[blocker]
+    place.parent.mkdir(parents=True, exist_ok=True)
+    if blocker.startswith("file"):
+        place.write_text("x")
+    elif blocker.startswith("folder"):
+        (place / "theirs").mkdir(parents=True)
+    else:
+        place.symlink_to(tmp_path / "nowhere")
+    calls = []
+    first = 0 if blocker == "file for the experiment" else 1
+    with pytest.raises(OSError, match=re.escape(f"the result of syn_exact's jobs[{first}] cannot be stored: "
+                                                f"{place} ")) as stop:
+        run_sweep("syn_exact", jobs, cache=cache, fn=_counting(calls))
+    assert isinstance(stop.value, sweep.CacheStoreError) and "no job was run" in str(stop.value)
+    assert calls == []                                                   # nothing trained for nothing
+    assert place.is_symlink() or place.exists()                          # and nothing of theirs deleted
+    if blocker != "file for the checkpoint folder":                      # (no result is stored there)
+        entry = cache.lookup("syn_exact", jobs[1])
+        assert entry.status == "corrupt" and str(place) in entry.reason
+    # without checkpoints, a file where the checkpoint folder goes is in nobody's way
+    if blocker == "file for the checkpoint folder":
+        assert len(run_sweep("syn_exact", jobs, cache=cache, fn=lambda job: {"v": job["seed"]},
+                             checkpoint_every=float("inf"))) == 3
+
+
+def test_a_result_whose_store_fails_is_kept_and_the_sweep_says_where(tmp_path):
+    """A folder appears where the JSON goes while the job trains (another process): the finished result is kept
+    in <cache>/unstored, the error names both places, and the sweep stops as after a failed job."""
+    cache = ResultCache(tmp_path)
+    jobs = _jobs(3)
+    meta = cache.path("exp", jobs[1])
+
+    def fn(job):
+        if job["seed"] == 1:
+            (meta / "theirs").mkdir(parents=True)
+        return {"v": job["seed"], "arrays": {"w": np.full(2, job["seed"])}}
+
+    with pytest.warns(CacheWarning, match="could not be stored"), \
+            pytest.raises(sweep.CacheStoreError, match=rf"jobs\[1\] could not be stored at {re.escape(str(meta))} "
+                                                       rf"\(.*{meta} is a folder, not a file\); it is kept in "
+                                                       rf"{re.escape(str(tmp_path / 'unstored'))}"):
+        run_sweep("exp", jobs, cache=cache, fn=fn)
+    kept = ResultCache(tmp_path / "unstored").get("exp", jobs[1])
+    assert kept["v"] == 1 and np.array_equal(kept["arrays"]["w"], [1, 1])
+    assert cache.get("exp", jobs[0])["v"] == 0 and cache.lookup("exp", jobs[2]).status == "missing"
+    assert (meta / "theirs").is_dir()
+    assert cache.prune() == [] and (tmp_path / "unstored").is_dir()     # never pruned: not an experiment's folder
+
+
+def test_a_result_that_cannot_be_written_in_the_cache_goes_to_the_temporary_folder(tmp_path, monkeypatch):
+    """A full disk under the cache: the result goes to the system's temporary folder, the checkpoint stays."""
+    import errno
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    real = sweep._atomic_write
+
+    def full(path, data):
+        if tmp_path / "cache" in path.parents and path.parent.suffix != ".checkpoint":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(sweep, "_atomic_write", full)
+    cache = ResultCache(tmp_path / "cache")
+    job = _jobs(1)[0]
+    checkpoint = cache.checkpoint_folder("exp", job)
+
+    def fn(job):
+        checkpoint.mkdir(parents=True)
+        (checkpoint / "abc.step.pt").write_bytes(b"progress")
+        return {"n": 1}
+
+    with pytest.warns(CacheWarning), pytest.raises(sweep.CacheStoreError, match="it is kept in " + re.escape(
+            str(tmp_path / "tmp" / "memcap-unstored" / "exp"))):
+        run_sweep("exp", [job], cache=cache, fn=fn)
+    assert (checkpoint / "abc.step.pt").is_file()                       # a rerun goes on from it
+    assert ResultCache(tmp_path / "tmp" / "memcap-unstored").get("exp", job) == {"n": 1}
+
+    monkeypatch.setattr(sweep, "_atomic_write", lambda path, data: (_ for _ in ()).throw(OSError(errno.EROFS, "ro")))
+    with pytest.warns(CacheWarning), pytest.raises(sweep.CacheStoreError, match="could not be stored anywhere"):
+        run_sweep("exp", [job], cache=cache, fn=lambda job: {"n": 1}, checkpoint_every=float("inf"))

@@ -302,18 +302,109 @@ def test_cache_command_reports_and_prunes(tmp_path, monkeypatch, capsys):
     manifest = {"engine_version": ENGINE_VERSION, "git_commit": "abcdef1234", "device_name": "NVIDIA H100",
                 "date": "2026-11-20T00:00:00+00:00"}
     cache.put("dana_fig4", jobs[0], {"v": 1}, manifest)
-    cache.put("dana_fig4", jobs[1], {"v": 1}, {**manifest, "engine_version": ENGINE_VERSION + 1})
+    cache.put("dana_fig4", jobs[1], {"v": 1}, {**manifest, "engine_version": ENGINE_VERSION - 1})
+    newer = cache.put("dana_fig4", jobs[2], {"v": 1}, {**manifest, "engine_version": ENGINE_VERSION + 1})
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert ("dana_fig4       paper       3        1      1        0        1  commit abcdef1, NVIDIA H100, "
+    assert ("dana_fig4       paper       3        1      2        0        0  commit abcdef1, NVIDIA H100, "
             "2026-11-20") in out
     assert "dana_fig4       quick       1        1      0        0        0  commit abcdef1" in out
-    assert "dana_fig4: files on disk: 1 current, 1 stale" in out and "--prune" in out
+    assert f"dana_fig4: files on disk: 1 current, 1 newer (engine > {ENGINE_VERSION}), 1 stale" in out
+    assert "--prune" in out and "--prune keeps them" in out
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"]) == 0
     out = capsys.readouterr().out
     assert f"pruned 1 file (stale, legacy, corrupt or partial entries, orphan checkpoints) from {tmp_path}" in out
     assert cache.lookup("dana_fig4", jobs[0]).status == "current"
     assert cache.lookup("dana_fig4", jobs[1]).status == "missing"
+    assert newer.is_file() and "newer" in cache.lookup("dana_fig4", jobs[2]).reason   # another checkout's work
+
+
+def _stale_put(cache: ResultCache, experiment: str, job: dict):
+    from memcap import ENGINE_VERSION
+
+    return cache.put(experiment, job, {"v": 1}, {"engine_version": ENGINE_VERSION - 1})
+
+
+def test_cache_prune_prunes_only_the_experiments_named(tmp_path, monkeypatch, capsys):
+    jobs = _tiny_jobs(1)
+    for name in ("dana_fig4", "mahdavi_fig2a"):
+        monkeypatch.setattr(experiments.get(name), "jobs", lambda profile: jobs)
+    cache = ResultCache(tmp_path)
+    mine, other = _stale_put(cache, "dana_fig4", jobs[0]), _stale_put(cache, "mahdavi_fig2a", jobs[0])
+    code, out, _ = _answer(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"], capsys)
+    assert code == 0 and f"pruned 1 file (stale, legacy, corrupt or partial entries, orphan checkpoints) from " \
+                         f"{tmp_path}" in out
+    assert not mine.exists() and other.is_file()
+    assert "mahdavi_fig2a" not in out
+
+
+def test_cache_prune_refuses_a_folder_that_is_no_results_cache(tmp_path, capsys):
+    """The audit's case: pointed at a copy of the repository, prune deleted its recorded runs."""
+    theirs = [tmp_path / "memcap" / "experiments" / "recorded" / "dana_fig1b_paper.json",
+              tmp_path / "book" / "appendix" / "gpu_book.json", tmp_path / "results.npz"]
+    for path in theirs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{")
+    code, out, err = _answer(["cache", "--prune", "--cache", str(tmp_path)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"--cache: {tmp_path} holds no experiment's folder (such as mahdavi_fig2a/): it is not a memcap " \
+           "results cache, nothing pruned" in err
+    assert all(path.read_text() == "{" for path in theirs)
+    # in a cache, files memcap did not name are listed as not memcap's and kept
+    (tmp_path / "dana_fig4").mkdir()
+    (tmp_path / "dana_fig4" / "notes.json").write_text("{")
+    code, out, err = _answer(["cache", "dana_fig4", "--prune", "--cache", str(tmp_path)], capsys)
+    assert code == 0 and "pruned 0 files" in out and "dana_fig4: files on disk: 1 not memcap's" in out
+    assert "left alone" in out and (tmp_path / "dana_fig4" / "notes.json").read_text() == "{"
+    assert all(path.read_text() == "{" for path in theirs)
+
+
+@pytest.mark.parametrize("prune", [[], ["--prune"]])
+def test_cache_says_when_its_folder_does_not_exist(tmp_path, monkeypatch, capsys, prune):
+    """A --cache or MEMCAP_CACHE naming no folder is refused in one line; the default cache of a fresh clone, not
+    made yet, is reported with every job missing (exit 0)."""
+    import memcap.experiments.sweep as sweep
+
+    absent = tmp_path / "absent"
+    monkeypatch.delenv("MEMCAP_CACHE", raising=False)
+    code, out, err = _answer(["cache", "dana_fig4", "--cache", str(absent), *prune], capsys)
+    assert (code, out) == (2, "") and err.strip() == (f"python -m memcap: error: --cache: {absent} does not exist: "
+                                                      "there is no results cache there (a sweep makes one)")
+    monkeypatch.setenv("MEMCAP_CACHE", str(absent))
+    code, out, err = _answer(["cache", "dana_fig4", *prune], capsys)
+    assert code == 2 and f"MEMCAP_CACHE: {absent} does not exist" in err
+    monkeypatch.delenv("MEMCAP_CACHE")
+    monkeypatch.setattr(sweep, "default_cache_dir", lambda: absent)
+    jobs = _tiny_jobs(2)
+    monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: jobs)
+    code, out, err = _answer(["cache", "dana_fig4", *prune], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == (f"results cache {absent} does not exist yet: no sweep has stored a result"
+                                   f"{' (nothing to prune)' if prune else ''}; `python -m memcap sweep EXPERIMENT` "
+                                   "makes it")
+    assert "dana_fig4       paper       2        0      0        0        2  -" in out and not absent.exists()
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "engine version as a string"])
+def test_cache_counts_an_unreadable_entry_as_corrupt_everywhere(tmp_path, monkeypatch, capsys, text):
+    """A JSON nested 100,000 deep crashed `cache` (RecursionError); an engine_version "6" was current in the table,
+    stale on disk and pruned: both are corrupt in the table, on disk and for --prune."""
+    from memcap import ENGINE_VERSION
+
+    jobs = _tiny_jobs(1)
+    monkeypatch.setattr(experiments.get("dana_fig4"), "jobs", lambda profile: jobs)
+    cache = ResultCache(tmp_path)
+    path = cache.put("dana_fig4", jobs[0], {"v": 1}, {"engine_version": ENGINE_VERSION})
+    if text.startswith("["):
+        path.write_text(text)
+    else:
+        path.write_text(path.read_text().replace(f'"engine_version": {ENGINE_VERSION}',
+                                                 f'"engine_version": "{ENGINE_VERSION}"'))
+    code, out, _ = _answer(["cache", "dana_fig4", "--cache", str(tmp_path)], capsys)
+    assert code == 0 and "dana_fig4       paper       1        0      0        1        0  -" in out
+    assert "dana_fig4: files on disk: 1 corrupt" in out
+    code, out, _ = _answer(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"], capsys)
+    assert code == 0 and "pruned 1 file" in out and not path.exists()
 
 
 @pytest.mark.parametrize("command", [["cache"], ["cache", "--prune"], ["sweep", "dana_fig4"]])

@@ -150,3 +150,16 @@ def test_a_stored_jobs_leftover_checkpoint_is_an_orphan(tmp_path):
 def test_note_merged_run_needs_a_merged_run(tmp_path):
     with pytest.raises(ValueError, match="jobs must be a merged run of two or more jobs, got 1"):
         ResultCache(tmp_path).note_merged_run("exp", _jobs()[:1])
+
+
+def test_the_checkpoint_of_a_job_whose_stored_result_is_corrupt_is_kept(tmp_path):
+    """A corrupt result is recomputed, and the sweep goes on from the job's checkpoint: that is no orphan."""
+    job = _jobs()[3]
+    cache = ResultCache(tmp_path)
+    run_sweep_report("exp", [job], cache=cache)
+    cache.path("exp", job).write_text("{")                               # corrupt since
+    folder = cache.checkpoint_folder("exp", job)
+    folder.mkdir()
+    (folder / "abc.done.pt").write_bytes(b"x")
+    assert [s for s, p, _, _ in cache.entries("exp") if p.parent == folder] == ["checkpoint"]
+    assert cache.prune("exp") == [cache.path("exp", job)] and (folder / "abc.done.pt").is_file()

@@ -14,10 +14,13 @@ key), and the training engine's version ``memcap.ENGINE_VERSION``. Each result i
 ``<experiment>/<key>/engine-<E>.json`` (NumPy arrays, if any, in an NPZ next to it; never pickle),
 written atomically (temporary file + ``os.replace``), with a *manifest* saying where it came from:
 memcap and engine versions, git commit, torch version, device, dtype, date and wall time. A result made
-by another engine version is *stale*: never returned as a hit (a sweep recomputes it; the book refuses
-it with a message saying how to refresh it). A corrupt or truncated entry is a miss with a
-:class:`CacheWarning`. A sweep that is interrupted keeps every finished job; run it again and only the
-missing jobs run.
+by another engine version is never returned as a hit (a sweep recomputes it; the book refuses it with a
+message saying how to refresh it); one made by an older engine is *stale* and :meth:`ResultCache.prune`
+deletes it, one made by a newer engine (another checkout sharing the cache) is kept. A corrupt or truncated
+entry is a miss with a :class:`CacheWarning`. A sweep that is interrupted keeps every finished job; run it
+again and only the missing jobs run. A sweep checks every job's entry path before it runs any job, and a
+result it cannot store is kept elsewhere (:class:`CacheStoreError` says where): the cache never loses
+finished work.
 """
 from __future__ import annotations
 
@@ -30,8 +33,10 @@ import io
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -65,8 +70,36 @@ MERGED_RUN = "merged-run.json"
 """File in a merged run's checkpoint folder naming the jobs the run trains (:meth:`ResultCache.note_merged_run`)."""
 
 
+UNSTORED = "unstored"
+"""Folder of the cache root where a sweep keeps a result it could not store in its entry (a cache of the same
+layout, never pruned: it is not an experiment's folder); see :class:`CacheStoreError`."""
+
+ENTRY_STATUSES = ("current", "newer", "stale", "legacy", "corrupt", "partial", "checkpoint", "orphan", "foreign")
+"""What :meth:`ResultCache.entries` can say of a file."""
+
+PRUNED = ("stale", "legacy", "corrupt", "partial", "orphan")
+"""The statuses :meth:`ResultCache.prune` deletes by default."""
+
+# memcap's names in the cache: <experiment>/<key>/engine-<E>.json|.npz (format 1: <experiment>/<key>.json|.npz),
+# <experiment>/<key>/engine-<E>.checkpoint/ holding <stack key>.done.pt|.step.pt and merged-run.json, and the
+# temporary files of atomic writes: '.<name>.<8 random characters>.tmp' (memcap._files.atomic_write)
+_KEY = re.compile(r"[0-9a-f]{20}")
+_LEGACY_FILE = re.compile(r"([0-9a-f]{20})\.(json|npz)")
+_ENTRY_FILE = re.compile(r"engine-(0|[1-9][0-9]*)\.(json|npz)")
+_CHECKPOINT_FOLDER = re.compile(r"engine-(0|[1-9][0-9]*)\.checkpoint")
+_CHECKPOINT_FILE = re.compile(r"[0-9a-f]+\.(done|step)\.pt|" + re.escape(MERGED_RUN))
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
+
+
 class CacheWarning(UserWarning):
-    """A cache entry could not be read (corrupt or truncated): it is treated as missing."""
+    """A cache entry could not be read (corrupt or truncated): it is treated as missing. Also: a finished
+    result could not be stored in its entry and was kept elsewhere (the message says where)."""
+
+
+class CacheStoreError(OSError):
+    """A job's result cannot be stored in the results cache: something not memcap's is in the way of its entry
+    (raised before the sweep runs any job), or writing it failed (raised once the jobs in flight are done,
+    naming where the result was kept instead)."""
 
 
 def memcap_version() -> str:
@@ -281,19 +314,47 @@ class ResultCache:
     def _orphaned(self, experiment: str, folder: Path) -> str:
         """Why no sweep will go on from checkpoint ``folder`` ('' if one may): its job is stored (a sweep
         stopped between storing it and deleting the folder), or a job of its merged run is."""
-        def done(key: str) -> bool:
-            return (self._folder(experiment) / key / f"engine-{ENGINE_VERSION}.json").is_file()
+        def done(key: str) -> bool:   # a readable result: a corrupt one is recomputed, and goes on from here
+            path = self._folder(experiment) / key / f"engine-{ENGINE_VERSION}.json"
+            try:
+                return path.is_file() and bool(self._read(path, arrays=False))
+            except ValueError:
+                return False
 
         if done(folder.parent.name):
             return "progress of a job whose result is stored"
         try:
             keys = json.loads((folder / MERGED_RUN).read_text(encoding="utf-8"))["jobs"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            return ""
+        if not isinstance(keys, list):
             return ""
         finished = [key for key in keys if isinstance(key, str) and done(key)]
         if finished:
             return (f"progress of a merged run of {len(keys)} jobs, {len(finished)} of them stored since: no sweep "
                     "forms that run again")
+        return ""
+
+    def _in_the_way(self, meta_path: Path, *, result: bool = True, checkpoint: bool = False) -> str:
+        """What stands where the entry ``meta_path`` (an ``engine-<E>.json`` of this cache) would be written ('' if
+        nothing): a file where a folder of its path belongs (the cache's, the experiment's, the key's), a folder
+        where its JSON or NPZ belongs, a link to nothing; with ``checkpoint``, also a file where its checkpoint
+        folder belongs. Without ``result``, only the folders are checked."""
+        existing = self.root
+        while not (existing.exists() or existing.is_symlink()) and existing != existing.parent:
+            existing = existing.parent
+        places = [(existing, True), (self.root, True), (meta_path.parent.parent, True), (meta_path.parent, True)]
+        if result:
+            places += [(meta_path, False), (meta_path.with_suffix(".npz"), False)]
+        if checkpoint:
+            places.append((meta_path.with_suffix(".checkpoint"), True))
+        for place, folder in places:
+            if place.is_symlink() and not place.exists():
+                return f"{place} is a link to nothing"
+            if folder and place.exists() and not place.is_dir():
+                return f"{place} is a file, not a folder"
+            if not folder and place.is_dir():
+                return f"{place} is a folder, not a file"
         return ""
 
     # reading -----------------------------------------------------------------------------------------
@@ -302,13 +363,23 @@ class ResultCache:
     def _read(meta_path: Path, *, arrays: bool = True) -> tuple[dict, dict]:
         """(result, manifest) of one entry; ValueError saying what is wrong if it is corrupt.
 
-        ``arrays=False`` checks the NPZ's checksum but does not load it (``result`` then has no arrays)."""
+        ``arrays=False`` checks the NPZ's checksum but does not load it (``result`` then has no arrays). An
+        ``engine-<E>.json`` must record the engine version ``E`` (an int) that its name says."""
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        except (OSError, ValueError) as err:   # ValueError: not JSON, not UTF-8, a number too long
             raise ValueError(f"unreadable JSON ({err})") from None
+        except RecursionError:
+            raise ValueError("unreadable JSON (nested too deeply)") from None
         if not (isinstance(meta, dict) and isinstance(meta.get("result"), dict) and isinstance(meta.get("job"), dict)):
             raise ValueError("the JSON lacks its 'job' or 'result'")
+        named = _ENTRY_FILE.fullmatch(meta_path.name)
+        if named is not None:
+            engine = meta.get("engine_version")
+            if isinstance(engine, bool) or not isinstance(engine, int):
+                raise ValueError(f"its engine_version must be an int, got {engine!r}")
+            if engine != int(named[1]):
+                raise ValueError(f"its engine_version is {engine}, its name says {named[1]}")
         result = dict(meta["result"])
         manifest = {k: v for k, v in meta.items() if k != "result"}
         if meta.get("has_arrays"):
@@ -333,6 +404,8 @@ class ResultCache:
         if experiment not in self._legacy:
             index: dict[str, list[Path]] = {}
             for path in sorted(self._folder(experiment).glob("*.json")):
+                if not _LEGACY_FILE.fullmatch(path.name):
+                    continue
                 try:
                     job = json.loads(path.read_text(encoding="utf-8"))["job"]
                     key = job_key(job)
@@ -345,22 +418,35 @@ class ResultCache:
     def lookup(self, experiment: str, job: dict, *, arrays: bool = True) -> Entry:
         """What the cache holds for ``job``: a current result, a stale or corrupt entry, or nothing.
 
-        ``arrays=False`` leaves a current result's NumPy arrays on disk (for status reports)."""
+        'stale' covers every entry this engine cannot use: made by an older engine version, by a newer one (the
+        reason says so: :meth:`prune` keeps those), by the cache format 1, or for a job whose fields differ
+        from today's defaults. 'corrupt' also covers a path blocked by something memcap did not write (a file
+        where the job's folder belongs, a folder where its JSON belongs): a sweep refuses to run until it is
+        moved away. ``arrays=False`` leaves a current result's NumPy arrays on disk (for status reports)."""
         meta_path = self.path(experiment, job)
-        if meta_path.exists():
+        if meta_path.is_file():
             try:
                 result, manifest = self._read(meta_path, arrays=arrays)
-            except ValueError as err:
+                same = _same(canonical_job(manifest["job"]), canonical_job(job))
+            except (ValueError, TypeError, KeyError, RecursionError) as err:
                 return Entry("corrupt", meta_path, reason=str(err))
-            if not _same(canonical_job(manifest["job"]), canonical_job(job)):
+            if not same:
                 return Entry("stale", meta_path, manifest=manifest,
                              reason="made for a job whose fields differ from today's defaults")
             return Entry("current", meta_path, result, manifest)
-        others = sorted(meta_path.parent.glob("engine-*.json"))
+        blocked = self._in_the_way(meta_path)
+        if blocked:
+            return Entry("corrupt", meta_path, reason=f"{blocked}: move it away so that a sweep can store the result")
+        others = sorted((int(m[1]), p) for p in meta_path.parent.glob("engine-*.json")
+                        if (m := _ENTRY_FILE.fullmatch(p.name)) and int(m[1]) != ENGINE_VERSION)
         if others:
-            versions = ", ".join(p.stem.removeprefix("engine-") for p in others)
-            return Entry("stale", others[-1], reason=f"made by engine version {versions}, "
-                                                     f"this memcap's engine is {ENGINE_VERSION}")
+            versions = ", ".join(str(e) for e, _ in others)
+            newer = [str(e) for e, _ in others if e > ENGINE_VERSION]
+            reason = f"made by engine version {versions}, this memcap's engine is {ENGINE_VERSION}"
+            if newer:
+                reason += (f" (version {', '.join(newer)} is newer: a newer memcap can use it, and `cache --prune` "
+                           "keeps it)")
+            return Entry("stale", others[-1][1], reason=reason)
         legacy = self._legacy_index(experiment).get(job_key(job)) if meta_path.parent.parent.is_dir() else None
         if legacy:
             return Entry("stale", legacy[0], reason="made by memcap 0.1 (cache format 1), which recorded no "
@@ -379,7 +465,8 @@ class ResultCache:
 
     def put(self, experiment: str, job: dict, result: dict, manifest: dict | None = None) -> Path:
         """Store ``result`` of ``job`` atomically with its ``manifest`` (see :func:`run_recorded`;
-        None: this process's :func:`environment`); returns the JSON path."""
+        None: this process's :func:`environment`); returns the JSON path. :class:`CacheStoreError` (an
+        OSError), writing nothing, when something not memcap's is in the way of the entry."""
         if not isinstance(result, dict):
             raise TypeError(f"result must be a dict, got {type(result).__name__}")
         arrays = result.get("arrays")
@@ -391,6 +478,8 @@ class ResultCache:
         engine = info["engine_version"]
         if isinstance(engine, bool) or not isinstance(engine, int):
             raise TypeError(f"manifest['engine_version'] must be an int, got {engine!r}")
+        if engine < 0:   # 'engine--1.json' would be a name memcap does not read
+            raise ValueError(f"manifest['engine_version'] must be >= 0, got {engine}")
         # a worker running another engine version (an old checkout on a remote machine) is stored as such
         meta_path = self.path(experiment, job).with_name(f"engine-{engine}.json")
         meta = {"format": CACHE_FORMAT, **info, "key": job_key(job), "job": _to_json(job), "has_arrays": bool(arrays)}
@@ -404,6 +493,9 @@ class ResultCache:
             text = json.dumps({**meta, "result": body}, indent=1, allow_nan=True)
         except TypeError as err:
             raise TypeError(f"result must be JSON-serializable apart from 'arrays': {err}") from None
+        blocked = self._in_the_way(meta_path)
+        if blocked:
+            raise CacheStoreError(f"results cache: cannot store {meta_path}: {blocked}")
         if npz is not None:
             _atomic_write(meta_path.with_suffix(".npz"), npz)
         _atomic_write(meta_path, text.encode("utf-8"))
@@ -412,86 +504,135 @@ class ResultCache:
     # inspecting and pruning --------------------------------------------------------------------------
 
     def experiments(self) -> list[str]:
-        """The experiment folders present in the cache."""
+        """The folders of the cache named after an experiment of ``memcap.experiments.EXPERIMENTS``, in the book's
+        order (any other folder is not memcap's and :meth:`prune` never looks into it)."""
+        from memcap.experiments import EXPERIMENTS
+
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return [name for name in EXPERIMENTS if (self.root / name).is_dir()]
 
     def entries(self, experiment: str) -> Iterator[tuple[str, Path, dict, str]]:
-        """Every file of ``experiment`` as ``(status, path, manifest, reason)``, without loading arrays.
+        """Every file of ``experiment``'s folder as ``(status, path, manifest, reason)``, without loading arrays.
 
-        Statuses: 'current', 'stale' (another engine version), 'legacy' (cache format 1), 'corrupt',
-        'partial' (a temporary file left by a write that was killed, or arrays whose JSON is missing),
-        'checkpoint' (the saved progress of a job that was stopped, :meth:`checkpoint_folder`), 'orphan' (a
-        checkpoint no sweep will go on from: its job, or a job of its merged run, is stored since).
+        Statuses (:data:`ENTRY_STATUSES`): 'current', 'newer' (an entry, checkpoint or temporary file of a newer
+        engine version than this memcap's: another checkout's work, never judged nor deleted here), 'stale' (of
+        an older engine version), 'legacy' (cache format 1), 'corrupt', 'partial' (a temporary file left by a
+        write that was killed, or arrays whose JSON is missing), 'checkpoint' (the saved progress of a job that
+        was stopped, :meth:`checkpoint_folder`), 'orphan' (a checkpoint no sweep will go on from: its job, or a
+        job of its merged run, is stored since), 'foreign' (not named as memcap names its files: not memcap's).
+        An entry's NPZ beside its JSON is not listed (it goes with the JSON).
         """
         folder = self._folder(experiment)
         if not folder.is_dir():
             return
         orphaned: dict[Path, str] = {}
         for path in sorted(folder.rglob("*")):
-            if not path.is_file():
-                continue
-            if path.name.startswith(".") and path.name.endswith(".tmp"):
-                yield "partial", path, {}, "temporary file of an interrupted write"
-                continue
-            if path.parent.suffix == ".checkpoint":
-                if path.parent.name != f"engine-{ENGINE_VERSION}.checkpoint":
-                    yield "stale", path, {}, f"checkpoint of {path.parent.stem}"
-                    continue
-                if path.parent not in orphaned:
-                    orphaned[path.parent] = self._orphaned(experiment, path.parent)
-                if orphaned[path.parent]:
-                    yield "orphan", path, {}, orphaned[path.parent]
-                else:
-                    yield "checkpoint", path, {}, "progress of a stopped job (the next sweep goes on from it)"
-                continue
-            if path.suffix == ".npz":
-                if not path.with_suffix(".json").exists():
-                    yield "partial", path, {}, "arrays without their JSON"
-                continue
-            if path.suffix != ".json":
-                continue
-            legacy = path.parent == folder
-            try:
-                _, manifest = self._read(path, arrays=False)
-            except ValueError as err:
-                yield "corrupt", path, {}, str(err)
-                continue
-            if legacy:
-                yield "legacy", path, manifest, "cache format 1 (no engine version)"
-            elif manifest.get("engine_version") != ENGINE_VERSION or path.stem != f"engine-{ENGINE_VERSION}":
-                yield "stale", path, manifest, f"engine version {manifest.get('engine_version')}"
-            else:
-                yield "current", path, manifest, ""
+            if path.is_file():
+                found = self._classify(experiment, path, path.relative_to(folder).parts, orphaned)
+                if found is not None:
+                    yield found
 
-    def prune(self, experiment: str | None = None,
-              statuses: Sequence[str] = ("stale", "legacy", "corrupt", "partial", "orphan")) -> list[Path]:
-        """Delete the entries of ``experiment`` (None: all) whose status is in ``statuses``; return the paths.
+    def _classify(self, experiment: str, path: Path, parts: tuple[str, ...],
+                  orphaned: dict[Path, str]) -> tuple[str, Path, dict, str] | None:
+        """The ``(status, path, manifest, reason)`` of :meth:`entries` for the file ``path`` (``parts``: its path
+        below the experiment's folder); None for an NPZ whose JSON is there."""
+        foreign = ("foreign", path, {}, "not memcap's (not named as memcap names its files): left alone")
+        temporary = _TEMPORARY.fullmatch(path.name)
+        name = temporary[1] if temporary else path.name
+        if len(parts) == 1:   # cache format 1: <experiment>/<key>.json|.npz
+            if not _LEGACY_FILE.fullmatch(name):
+                return foreign
+            engine = None
+        elif len(parts) == 2 and _KEY.fullmatch(parts[0]):   # <experiment>/<key>/engine-<E>.json|.npz
+            named = _ENTRY_FILE.fullmatch(name)
+            if named is None:
+                return foreign
+            engine = int(named[1])
+        elif len(parts) == 3 and _KEY.fullmatch(parts[0]) and _CHECKPOINT_FOLDER.fullmatch(parts[1]) \
+                and _CHECKPOINT_FILE.fullmatch(name):   # <experiment>/<key>/engine-<E>.checkpoint/...
+            engine = int(_CHECKPOINT_FOLDER.fullmatch(parts[1])[1])
+            if engine > ENGINE_VERSION:
+                return "newer", path, {}, (f"checkpoint of engine version {engine}, newer than this memcap's "
+                                           f"({ENGINE_VERSION}): kept")
+            if engine < ENGINE_VERSION:
+                return "stale", path, {}, f"checkpoint of engine version {engine}"
+            if temporary:
+                return "partial", path, {}, "temporary file of an interrupted write"
+            if path.parent not in orphaned:
+                orphaned[path.parent] = self._orphaned(experiment, path.parent)
+            if orphaned[path.parent]:
+                return "orphan", path, {}, orphaned[path.parent]
+            return "checkpoint", path, {}, "progress of a stopped job (the next sweep goes on from it)"
+        else:
+            return foreign
+        if path.suffix == ".npz" and not temporary and path.with_suffix(".json").is_file():
+            return None
+        if engine is not None and engine > ENGINE_VERSION:
+            return "newer", path, {}, (f"made by engine version {engine}, newer than this memcap's ({ENGINE_VERSION}): "
+                                       "kept")
+        if temporary:
+            return "partial", path, {}, "temporary file of an interrupted write"
+        if path.suffix == ".npz":
+            return "partial", path, {}, "arrays without their JSON"
+        try:
+            _, manifest = self._read(path, arrays=False)
+        except ValueError as err:
+            return "corrupt", path, {}, str(err)
+        if engine is None:
+            return "legacy", path, manifest, "cache format 1 (no engine version)"
+        if engine < ENGINE_VERSION:
+            return "stale", path, manifest, f"engine version {engine}"
+        return "current", path, manifest, ""
 
-        Current entries are never deleted by default: the cache keeps every result this engine made.
+    def prune(self, experiment: str | None = None, statuses: Sequence[str] = PRUNED) -> list[Path]:
+        """Delete the files of ``experiment`` (None: every experiment of :meth:`experiments`) whose status in
+        :meth:`entries` is in ``statuses`` (default :data:`PRUNED`), with an entry's NPZ, and the folders of
+        memcap's naming left empty; return the paths of the files deleted.
+
+        Never deleted by default: a current entry (the cache keeps every result this engine made), a 'newer' one
+        (another checkout's finished work), a checkpoint a sweep can go on from; and never, whatever
+        ``statuses`` says, a 'foreign' file, nor anything outside the experiments' folders.
         """
+        if isinstance(statuses, str) or not isinstance(statuses, (list, tuple, set, frozenset)):
+            raise TypeError(f"statuses must be a list or tuple of statuses, got {statuses!r}")
+        wrong = [s for s in statuses if s not in ENTRY_STATUSES or s == "foreign"]
+        if wrong:
+            raise ValueError(f"statuses must be statuses of entries() other than 'foreign' (files not memcap's are "
+                             f"never deleted): {[s for s in ENTRY_STATUSES if s != 'foreign']}, got {wrong[0]!r}")
         removed = []
         for name in [experiment] if experiment is not None else self.experiments():
+            folder = self._folder(name)
             for status, path, _, _ in list(self.entries(name)):
                 if status not in statuses:
                     continue
                 targets = [path]
-                if path.suffix == ".json" and path.with_suffix(".npz").exists():
+                if path.suffix == ".json" and path.name != MERGED_RUN and path.with_suffix(".npz").is_file():
                     targets.append(path.with_suffix(".npz"))
                 for target in targets:
-                    target.unlink()
+                    target.unlink(missing_ok=True)
                     removed.append(target)
-            folder = self._folder(name)
-            subs = [p for p in folder.rglob("*") if p.is_dir()] if folder.is_dir() else []
-            for sub in sorted(subs, key=lambda p: len(p.parts), reverse=True):   # the deepest first
-                if not any(sub.iterdir()):
-                    sub.rmdir()
+            keys = [p for p in folder.iterdir() if _KEY.fullmatch(p.name) and p.is_dir() and not p.is_symlink()] \
+                if folder.is_dir() else []
+            for key in keys:
+                for sub in key.iterdir():
+                    named = _CHECKPOINT_FOLDER.fullmatch(sub.name)
+                    if named and int(named[1]) <= ENGINE_VERSION and sub.is_dir() and not sub.is_symlink():
+                        _remove_if_empty(sub)
+                _remove_if_empty(key)
             self._legacy.pop(name, None)
         return removed
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    except OSError:   # filled or removed meanwhile (another process): leave it
+        pass
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -837,6 +978,14 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
     Stale and corrupt entries are recomputed (a corrupt one with a :class:`CacheWarning`). A
     KeyboardInterrupt cancels the jobs not yet started and raises :class:`SweepInterrupted` (finished jobs
     are stored as they finish, and one that finished as the interruption came is stored first).
+
+    Before any job runs, the path of every entry to be written (and of its checkpoint folder) is checked: if
+    something memcap did not write is in the way (a file where the job's folder belongs, a folder where its JSON
+    belongs), :class:`CacheStoreError` names it and nothing runs (memcap deletes nothing it did not write). A
+    finished result whose store fails all the same (a full disk, a folder made read-only) is kept in
+    ``<cache>/unstored/`` (a cache of the same layout; else in the system's temporary folder) with a
+    :class:`CacheWarning`, the jobs in flight finish and are stored, and then :class:`CacheStoreError` says
+    where each such result is and where it belongs.
     """
     jobs = list(jobs)
     for i, job in enumerate(jobs):
@@ -845,12 +994,15 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
     if cache is not None and not isinstance(cache, ResultCache):
         raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
     positive_int("merge", merge)
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or
+                                         not isinstance(checkpoint_every, (int, float)) or not checkpoint_every >= 0):
+        raise ValueError(f"checkpoint_every must be a number of seconds >= 0 or None, got {checkpoint_every!r}")
     executor = InProcessExecutor() if executor is None else executor
     if not callable(getattr(executor, "submit", None)):
         raise TypeError(f"executor must have a submit(fn, job) method, got {type(executor).__name__}")
     results: list[dict | None] = [None] * len(jobs)
     manifests: list[dict] = [{} for _ in jobs]
-    todo, stale, corrupt = [], 0, 0
+    todo, stale, corrupt, unusable = [], 0, 0, []
     for i, job in enumerate(jobs):
         entry = cache.lookup(experiment, job) if cache is not None else Entry("missing")
         if entry.status == "current":
@@ -860,16 +1012,18 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
         stale += entry.status == "stale"
         if entry.status == "corrupt":
             corrupt += 1
-            warnings.warn(f"results cache: ignoring corrupt entry {entry.path}: {entry.reason}; recomputing it",
-                          CacheWarning, stacklevel=2)
+            unusable.append(entry)
+    keep = cache is not None and checkpoint_every != float("inf")
+    runs = [[todo[j] for j in run] for run in merge_groups([jobs[i] for i in todo], merge)]
+    if cache is not None:
+        _check_entry_paths(cache, experiment, jobs, runs, keep)
+    for entry in unusable:
+        warnings.warn(f"results cache: ignoring corrupt entry {entry.path}: {entry.reason}; recomputing it",
+                      CacheWarning, stacklevel=2)
     cached = len(jobs) - len(todo)
     computed = 0
     if progress is not None:
         progress(cached, len(jobs), cached)
-    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or
-                                         not isinstance(checkpoint_every, (int, float)) or not checkpoint_every >= 0):
-        raise ValueError(f"checkpoint_every must be a number of seconds >= 0 or None, got {checkpoint_every!r}")
-    keep = cache is not None and checkpoint_every != float("inf")
     window = _parallelism(executor)
 
     def task_for(job: dict) -> Callable[[dict], tuple[dict, dict]]:
@@ -877,7 +1031,6 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
             return functools.partial(run_recorded, fn)
         return functools.partial(run_recorded, fn, checkpoint=str(cache.checkpoint_folder(experiment, job)),
                                  checkpoint_every=checkpoint_every)
-    runs = [[todo[j] for j in run] for run in merge_groups([jobs[i] for i in todo], merge)]
     pending: dict[cf.Future, list[int]] = {}
     error: BaseException | None = None
     queue = iter(runs)
@@ -911,17 +1064,21 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
                     together = {"jobs": len(run), "models": sum(sizes), "seconds": result.get("seconds")}
                     parts = [(part, {**manifest, "merged": together}) for part in split_result(result, sizes)]
                 if cache is not None:
-                    stored = 0
+                    stored, failures = 0, []
                     try:
                         for i, (part, part_manifest) in zip(run, parts):
-                            cache.put(experiment, jobs[i], part, part_manifest)
+                            failures.append(_store(cache, experiment, jobs, i, part, part_manifest))
                             stored += 1
                     except KeyboardInterrupt:   # the jobs are finished: store them, then stop
                         for i, (part, part_manifest) in list(zip(run, parts))[stored:]:
-                            cache.put(experiment, jobs[i], part, part_manifest)
+                            _store(cache, experiment, jobs, i, part, part_manifest)
                         raise
-                    shutil.rmtree(cache.checkpoint_folder(experiment, merged_job([jobs[i] for i in run])),
-                                  ignore_errors=True)
+                    failed = [failure for failure in failures if failure is not None]
+                    if failed:   # the checkpoint stays: a rerun goes on from it
+                        error = error or failed[0]
+                    else:
+                        shutil.rmtree(cache.checkpoint_folder(experiment, merged_job([jobs[i] for i in run])),
+                                      ignore_errors=True)
                 for i, (part, part_manifest) in zip(run, parts):
                     outcome = _stale_worker(i, part_manifest)
                     if isinstance(outcome, BaseException):
@@ -939,6 +1096,65 @@ def run_sweep_report(experiment: str, jobs: Sequence[dict], *, executor: Any = N
         raise error
     return SweepReport(tuple(results), tuple(manifests), cached, computed,  # type: ignore[arg-type]
                        refreshed=stale, corrupt=corrupt)
+
+
+def _check_entry_paths(cache: ResultCache, experiment: str, jobs: list[dict], runs: list[list[int]],
+                       checkpoints: bool) -> None:
+    """Raise :class:`CacheStoreError` if something not memcap's is in the way of an entry the ``runs`` of ``jobs``
+    will write (with ``checkpoints``, also of their checkpoint folders, a merged run's included): before any job
+    runs, so that no training is spent on a result that cannot be stored."""
+    blocked = []
+    for run in runs:
+        for i in run:
+            why = cache._in_the_way(cache.path(experiment, jobs[i]), checkpoint=checkpoints)
+            if why:
+                blocked.append((i, why))
+        if checkpoints and len(run) > 1:
+            why = cache._in_the_way(cache.path(experiment, merged_job([jobs[i] for i in run])), result=False,
+                                    checkpoint=True)
+            if why:
+                blocked.append((run[0], why))
+    if blocked:
+        from memcap.experiments.syn_prose import count_noun
+
+        i, why = blocked[0]
+        more = f" ({count_noun(len(blocked) - 1, 'other job')} blocked too)" if len(blocked) > 1 else ""
+        raise CacheStoreError(f"results cache: the result of {experiment}'s jobs[{i}] cannot be stored: {why}; "
+                              f"move it out of the way (memcap deletes nothing it did not write) and run again; no job "
+                              f"was run{more}")
+
+
+def _store(cache: ResultCache, experiment: str, jobs: list[dict], i: int, result: dict,
+           manifest: dict) -> BaseException | None:
+    """Store ``jobs[i]``'s finished ``result``; if that fails, the error to raise once the sweep's jobs in flight are
+    done (None if stored). A result that cannot be written to its entry (an OSError) is kept in ``<cache>/unstored``
+    (else in the system's temporary folder), said at once in a :class:`CacheWarning`, and the error names it."""
+    try:
+        cache.put(experiment, jobs[i], result, manifest)
+        return None
+    except Exception as err:   # noqa: BLE001 - handed back, raised once the jobs in flight are stored
+        if not isinstance(err, OSError):
+            return err
+        target = cache.path(experiment, jobs[i]).with_name(f"engine-{manifest.get('engine_version')}.json")
+        failed = [f"{target}: {err}"]
+        for aside in (cache.root / UNSTORED, Path(tempfile.gettempdir()) / f"memcap-{UNSTORED}"):
+            try:
+                kept = ResultCache(aside).put(experiment, jobs[i], result, manifest)
+            except OSError as again:
+                failed.append(f"{aside}: {again}")
+                continue
+            files = f"{kept}{' and its .npz' if kept.with_suffix('.npz').exists() else ''}"
+            message = (f"results cache: the result of {experiment}'s jobs[{i}] could not be stored at {target} "
+                       f"({err}); it is kept in {files}: move it to {target.parent} once that is fixed (else a "
+                       "sweep trains the job again)")
+            break
+        else:
+            message = (f"results cache: the result of {experiment}'s jobs[{i}] could not be stored anywhere ("
+                       + "; ".join(failed) + "): free some space or fix the folder, then run the sweep again")
+        warnings.warn(message, CacheWarning, stacklevel=3)
+        store_error = CacheStoreError(message)
+        store_error.__cause__ = err
+        return store_error
 
 
 def _stale_worker(i: int, manifest: dict) -> BaseException | None:
