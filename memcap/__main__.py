@@ -89,7 +89,7 @@ LARGEST_COUNT = 10**9
 finishes (and torch's and the OS's 64-bit integers overflow further on)."""
 
 
-def _positive_int(text: str, largest: int = LARGEST_COUNT) -> int:
+def _positive_int(text: str, largest: float = LARGEST_COUNT) -> int:
     """argparse type: an integer from 1 to ``largest``."""
     try:
         value = int(text)
@@ -125,7 +125,7 @@ def _seconds(text: str) -> float:
 def _threads(text: str) -> int:
     """argparse type of ``--threads``: an integer from 1 to the machine's logical CPUs (torch overflows, or
     starts that many threads, on a larger one)."""
-    value, cpus = _positive_int(text), os.cpu_count() or 1
+    value, cpus = _positive_int(text, float("inf")), os.cpu_count() or 1
     if value > cpus:
         raise argparse.ArgumentTypeError(f"must be at most the {count_noun(cpus, 'logical CPU')} of this machine, "
                                          f"got {text!r}")
@@ -567,8 +567,8 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                             "checkpoints of these experiments; never a current entry, one of a newer engine, a "
                             "checkpoint a sweep goes on from, nor a file memcap did not name")
     command("list", "list the experiments and their job counts per profile", _list)
-    estimate = command("estimate", "estimate how long an experiment's profile takes here, from two of its jobs "
-                                   "run briefly", _estimate)
+    estimate = command("estimate", "estimate a profile's time here from two jobs run briefly",
+                       _estimate)
     estimate.add_argument("experiment", nargs="+", choices=EXPERIMENTS, metavar="EXPERIMENT",
                           help="one or more experiments (see the list command)")
     estimate.add_argument("--profile", choices=PROFILES, default="paper", help="grid to estimate (default: paper)")

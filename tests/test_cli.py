@@ -613,7 +613,8 @@ def test_help_is_plain_text_listing_every_command_on_one_line(capsys, monkeypatc
     code, out, err = _answer(["--help"], capsys)
     assert code == 0 and err == ""
     commands = _subcommands(build_parser())
-    assert set(commands) == {"sweep", "cache", "list", "bench", "student-edition", "pdf", "doctor", "grade"}
+    assert set(commands) == {"sweep", "cache", "list", "estimate", "bench", "student-edition", "pdf", "doctor",
+                             "grade"}
     lines = out.splitlines()
     for name, help_line in commands.items():
         assert [line for line in lines if line.split() and line.split()[0] == name] == \
