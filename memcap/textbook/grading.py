@@ -68,8 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["EVENT_KINDS", "Event", "GradeReport", "Limits", "SANDBOXES", "find_submissions", "grade_folder",
-           "resolve_chapter", "sandbox_problem"]
+__all__ = ["EVENT_KINDS", "Event", "GradeReport", "LIMIT_MAX", "Limits", "SANDBOXES", "find_submissions",
+           "grade_folder", "resolve_chapter", "sandbox_problem"]
 
 SANDBOXES = ("bwrap", "none")
 EVENT_KINDS = ("cell timeout", "memory", "output cut", "dead kernel", "notebook timeout")
