@@ -306,11 +306,15 @@ def _run_sweep(args: argparse.Namespace) -> int:
         if args.address is None:
             raise
         raise UsageError(f"--address {args.address!r}: {type(err).__name__}: {str(err).splitlines()[0]}") from None
+    from memcap.experiments.sweep import CacheStoreError
+
     progress = Progress(f"{args.experiment} ({profile})", args.progress)
     try:
         report = run_sweep_report(args.experiment, job_list, executor=executor, cache=cache, progress=progress,
                                   checkpoint_every=args.checkpoint_every if args.checkpoint_every > 0 else float("inf"),
                                   merge=args.merge)
+    except CacheStoreError as err:   # a path in the cache's way (nothing ran), or a store that failed
+        raise UsageError(str(err).splitlines()[0]) from None
     except KeyboardInterrupt as stop:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not break the clean-up
         progress.close()

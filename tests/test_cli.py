@@ -722,3 +722,16 @@ def test_counts_printed_by_the_command_line_agree_with_their_nouns(tmp_path, mon
     text = format_bench(run_bench(("aot",), models=1, steps=1, authors_steps=1, device="cpu"))
     assert text.startswith("memcap bench: 1 model x 1 step on cpu") and "1 step in the authors' recipes" in text
     assert "aot (1 model): stacked" in text
+
+
+def test_a_path_in_the_caches_way_is_one_line_and_nothing_runs(tmp_path, capsys):
+    from memcap import experiments
+    from memcap.__main__ import main
+    from memcap.experiments.sweep import job_key
+
+    (tmp_path / "dana_fig4").mkdir()
+    key = job_key(experiments.get("dana_fig4").jobs("quick")[0])
+    (tmp_path / "dana_fig4" / key).write_text("not a folder")   # a file where the job's folder belongs
+    assert main(["sweep", "dana_fig4", "--cache", str(tmp_path), "--executor", "inprocess", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "dana_fig4" in err, err
