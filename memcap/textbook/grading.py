@@ -68,8 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["EVENT_KINDS", "Event", "GradeReport", "LIMIT_MAX", "Limits", "SANDBOXES", "find_submissions",
-           "grade_folder", "resolve_chapter", "sandbox_problem"]
+__all__ = ["EVENT_KINDS", "Event", "GradeReport", "LIMIT_MAX", "Limits", "SANDBOXES", "TRIAL_SECONDS",
+           "find_submissions", "grade_folder", "resolve_chapter", "sandbox_problem"]
 
 SANDBOXES = ("bwrap", "none")
 EVENT_KINDS = ("cell timeout", "memory", "output cut", "dead kernel", "notebook timeout")
@@ -453,7 +453,7 @@ class _Kernel:
         self.km, self.timeout, self.gone = km, timeout, None
         self.client = BlockingKernelClient()
         self.client.load_connection_info(km.get_connection_info())
-        self.client.start_channels()
+        self.client.start_channels(stdin=False, hb=False, control=False)   # alive() polls the process
 
     def alive(self) -> bool:
         process = getattr(self.km.provisioner, "process", None)
@@ -709,8 +709,8 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
     if problem:
         raise ValueError(f"a trial kernel could not run a one-line notebook under these limits ({problem}); "
                          f"no notebook was graded: check --memory ({limits.memory / 2**20:.0f} MiB of address "
-                         f"space per kernel process; importing torch alone takes about 700), --processes "
-                         f"({limits.processes}) and --timeout ({limits.timeout} s)")
+                         f"space per kernel process; importing torch alone takes about 700) and --processes "
+                         f"({limits.processes})")
     report = GradeReport(doc, labels, sandbox=sandbox)
     start = time.perf_counter()
     for sub in ("notebooks", "students", "logs"):
@@ -749,11 +749,23 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
     return report
 
 
+TRIAL_SECONDS = 300
+"""Seconds the trial kernel (see :func:`grade_folder`) has to start and import what chapters import, at least."""
+
+
 def _trial_kernel(sandbox: str, limits: Limits, output: Path) -> str | None:
     """Run a notebook of one line (importing what every chapter imports) in a kernel started exactly as the
     students' will be: why it did not finish, or ``None``. Limits no kernel can start under (``--memory``
-    in GiB instead of MiB, say) are then refused once, instead of giving every student 0."""
+    in GiB instead of MiB, say) are then refused once, instead of giving every student 0. The trial tests the
+    memory, process and file limits; its time is at least ``TRIAL_SECONDS`` whatever ``--cell-timeout`` and
+    ``--timeout`` say (a one-second cell timeout is a fair limit for students' cells, not for importing torch
+    on a loaded machine)."""
+    from dataclasses import replace
+
     import nbformat
+
+    limits = replace(limits, cell_timeout=max(limits.cell_timeout, TRIAL_SECONDS),
+                     timeout=max(limits.timeout, TRIAL_SECONDS))
 
     with tempfile.TemporaryDirectory(prefix="memcap-grade-trial-") as tmp:
         folder = Path(tmp) / "submissions"
