@@ -21,18 +21,23 @@ The input rules, the same in every module (see the README's "Use the library"):
   and is refused the same way (:func:`holds_values`).
 * **Empty inputs.** A tensor with a zero-length axis where the paper has a positive size (T, n, d, ...)
   is refused by :func:`check_shape` unless the caller allows it explicitly.
+* **Sizes.** Sizes whose tensors the device cannot hold are refused naming them, before anything is
+  allocated (:func:`check_allocation`); integers beyond a float's range where a real number belongs
+  (:func:`as_float`) and seeds beyond 64 bits (:func:`seed_int`) are refused naming the argument.
 """
 from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Sequence
 
 import numpy as np
 import torch
 
-from memcap.device import same_device
+from memcap.device import canonical_device, same_device
 
 HALF_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
 """Floating dtypes memcap refuses (see the module docstring)."""
@@ -56,11 +61,36 @@ def nonnegative_int(name: str, value: object) -> int:
     return int(value)
 
 
+MAX_SEED = 2**63 - 1
+"""Largest seed memcap accepts (:func:`seed_int`): seeds are kept as signed 64-bit integers (torch's
+``manual_seed`` takes at most 2**64 - 1, JSON readers and int64 tensors at most 2**63 - 1)."""
+
+
+def seed_int(name: str, value: object) -> int:
+    """Return ``value`` as an ``int`` if it is a seed, an integer in [0, :data:`MAX_SEED`], else raise naming
+    ``name`` (never torch's "Overflow when unpacking long long" when the seed is used)."""
+    seed = nonnegative_int(name, value)
+    if seed > MAX_SEED:
+        raise ValueError(f"{name} must be a seed in [0, 2**63 - 1] (a 64-bit integer), got {seed}")
+    return seed
+
+
+def as_float(name: str, value: numbers.Real) -> float:
+    """``float(value)`` for a real number, but an integer too large for a float (``10**400``, which
+    ``float`` refuses with a bare ``OverflowError``) raises ``ValueError`` naming ``name``."""
+    try:
+        return float(value)
+    except OverflowError:
+        size = math.floor(math.log10(abs(int(value))))
+        raise ValueError(f"{name} must be a finite real number, got an integer of about 10^{size}, too large "
+                         f"for a float (at most {sys.float_info.max:.4g})") from None
+
+
 def finite_real(name: str, value: object) -> float:
     """Return ``value`` as a ``float`` if it is a finite real number, else raise naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
-    value = float(value)
+    value = as_float(name, value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite real number (no NaN or inf), got {value}")
     return value
@@ -70,7 +100,7 @@ def positive_real(name: str, value: object) -> float:
     """Return ``value`` as a ``float`` if it is a finite real > 0, else raise naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a positive real number, got {value!r}")
-    value = float(value)
+    value = as_float(name, value)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite positive real number, got {value}")
     return value
@@ -82,6 +112,68 @@ def nonnegative_real(name: str, value: object) -> float:
     if value < 0:
         raise ValueError(f"{name} must be a finite real number >= 0, got {value}")
     return value
+
+
+def _available_ram() -> int | None:
+    """Bytes of memory the machine can give now: Linux's MemAvailable plus free swap (``/proc/meminfo``),
+    elsewhere the physical memory; None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            info = {line.split(":")[0]: line.split()[1:] for line in fh}
+        return 1024 * (int(info["MemAvailable"][0]) + int(info.get("SwapFree", ["0"])[0]))
+    except (OSError, KeyError, IndexError, ValueError):
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def device_memory(device: torch.device | str) -> int | None:
+    """Memory of ``device`` in bytes that tensors can take: a CUDA GPU's total memory; for the CPU and
+    Apple's MPS (which shares it) the memory the machine can give now (:func:`_available_ram`: on Linux,
+    going beyond it gets the process killed, not an error). None when unknown: then nothing is refused."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(canonical_device(dev)).total_memory)
+    if dev.type in ("cpu", "mps"):
+        return _available_ram()
+    return None
+
+
+def _amount(count: int) -> str:
+    """An integer of any size for a message: as it is below a million, else ``'8e15'``, ``'1.23e400'``."""
+    if count < 10**6:
+        return str(count)
+    exponent = math.floor(math.log10(count))
+    return f"{count / 10**exponent:.3g}e{exponent}"
+
+
+def _in_bytes(count: int) -> str:
+    """A byte count for a message: ``8 * 10**15 -> '8e15 bytes (7.45e6 GiB)'``."""
+    return f"{_amount(count)} bytes" + (f" ({_amount(count >> 30)} GiB)" if count >= 2**30 else "")
+
+
+def check_allocation(what: str, numbers: int, device: torch.device | str, **sizes: int) -> None:
+    """Refuse, with a ``ValueError`` naming the arguments ``sizes`` and their values, sizes whose tensors
+    cannot be held: ``numbers`` numbers of ``what`` at 8 bytes each (float64 and int64, in which memcap
+    draws and counts) more than the memory of ``device`` (:func:`device_memory`: a GPU's total memory, the
+    memory the machine can give now for the CPU).
+
+    Called at a public function's boundary, with the sizes already checked as positive integers and
+    before anything is allocated, so that an impossible size is named instead of reaching torch's allocator
+    ("DefaultCPUAllocator: can't allocate memory", or the kernel ending the process). No size that the
+    device can hold is refused (the papers' largest models take a few GiB); sizes just below the limit may
+    still fail, since intermediate results come on top.
+    """
+    need = 8 * numbers
+    if need <= 2**28:   # 256 MiB: not worth asking the device
+        return
+    limit = device_memory(device)
+    if limit is not None and need > limit:
+        given = ", ".join(f"{name} = {value}" for name, value in sizes.items())
+        raise ValueError(f"{given}: {what} would take {_amount(numbers)} numbers, {_in_bytes(need)}, more than the "
+                         f"{_in_bytes(limit)} that {canonical_device(device)} can hold; make them smaller")
 
 
 def check_bool(name: str, value: object) -> bool:

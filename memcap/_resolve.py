@@ -37,7 +37,17 @@ def generator(value: object) -> torch.Generator:
         return torch.Generator().manual_seed(DEFAULT_SEED)
     if not isinstance(value, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(value).__name__}")
+    if value.device.type == "meta":
+        raise ValueError("generator is on the meta device, which draws no numbers: make it on the cpu (or a GPU), "
+                         "torch.Generator().manual_seed(seed)")
     return value
+
+
+def seeded(seed: int) -> torch.Generator:
+    """A fresh CPU generator seeded with ``seed`` modulo 2**64 (torch takes seeds in [0, 2**64)): a seed
+    derived from a user's, such as ``10_007 * seed + 1``, wraps around instead of overflowing, and is
+    unchanged wherever it was already below 2**64."""
+    return torch.Generator().manual_seed(seed % 2**64)
 
 
 def float_dtype(value: object, default: torch.dtype) -> torch.dtype:

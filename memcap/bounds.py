@@ -34,7 +34,7 @@ from typing import Callable, NamedTuple
 
 import sympy as sp
 
-from memcap._checks import positive_int
+from memcap._checks import as_float, positive_int
 
 __all__ = [
     "H", "n", "d", "d_h", "d_v", "d_out", "m", "N", "S", "T0", "X", "acc", "h", "p_err", "d_tv", "C", "eps", "norm_WE",
@@ -177,7 +177,7 @@ def _real_in(name: str, value: object, low: float, high: float, *, open_low: boo
     """``value`` as a float in [low, high] (or (low, high] with ``open_low``), else raise naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
-    x = float(value)
+    x = as_float(name, value)
     below = x <= low if open_low else x < low
     if not math.isfinite(x) or below or x > high:
         interval = f"({low:g}, {high:g}]" if open_low else f"[{low:g}, {high:g}]"

@@ -25,6 +25,8 @@ import torch
 
 from memcap import _resolve
 from memcap._checks import (
+    as_float,
+    check_allocation,
     check_finite,
     check_precision,
     check_shape,
@@ -91,7 +93,8 @@ def _check_probability_rows(name: str, probs: torch.Tensor) -> torch.Tensor:
     """``probs`` as a (rows, N) float tensor whose rows are probability vectors, else raise naming ``name``.
 
     Array-likes are converted (float64, CPU). Row sums may miss 1 by max(sqrt(eps), 10 N eps), the
-    rounding of a float softmax.
+    rounding of a float softmax, with eps the machine epsilon of the dtype ``probs`` comes in: check
+    before casting (a float32 softmax cast to float64 still misses 1 by float32's rounding).
     """
     probs = float_tensor(name, probs)
     if probs.ndim != 2 or probs.shape[1] == 0:
@@ -105,8 +108,9 @@ def _check_probability_rows(name: str, probs: torch.Tensor) -> torch.Tensor:
     gap = (probs.sum(dim=1) - 1).abs()
     if bool((gap > tol).any()):
         row = int(gap.argmax())
-        raise ValueError(f"{name} rows must sum to 1 (probability vectors), "
-                         f"row {row} sums to {float(probs[row].sum()):.6g}")
+        raise ValueError(f"{name} rows must sum to 1 (probability vectors), row {row} sums to "
+                         f"{float(probs[row].sum())!r}, off by {float(gap[row]):.3g}, more than the {probs.dtype} "
+                         f"tolerance {tol:.3g}")
     return probs
 
 
@@ -123,14 +127,16 @@ def sinusoidal_positions(length: int, dim: int, *, dtype: torch.dtype | None = N
     """
     length = positive_int("length", length)
     d = positive_int("dim", dim)
+    dtype, dev = _float_dtype(dtype), _resolve.device(device)
     cpu = "cpu"   # made in float64 on the CPU, then moved: the same numbers on every device
+    check_allocation("the encodings and their angles", 2 * length * d, cpu, length=length, dim=d)
     p = torch.arange(length, dtype=torch.float64, device=cpu)[:, None]              # (length, 1)
     rate = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64, device=cpu) / d)  # (ceil(d/2),)
     angle = p * rate                                                                # (length, ceil(d/2))
     pos = torch.empty(length, d, dtype=torch.float64, device=cpu)
     pos[:, 0::2] = torch.sin(angle)
     pos[:, 1::2] = torch.cos(angle[:, : d // 2])
-    return pos.to(device=_resolve.device(device), dtype=_float_dtype(dtype))
+    return pos.to(device=dev, dtype=dtype)
 
 
 @dataclass(frozen=True, eq=False)
@@ -238,15 +244,17 @@ def mahdavi_task(examples: int, context_size: int, dim: int, *, shared: bool = T
         raise TypeError(f"shared must be a bool, got {type(shared).__name__}")
     if task not in ("classification", "regression"):
         raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
+    C = positive_int("classes", classes) if task == "classification" else None
+    d_out = positive_int("out_dim", out_dim) if C is None else 1
     gen = _resolve.generator(generator)
     dtype, dev = _float_dtype(dtype), _resolve.device(device)
+    check_allocation("the training set (contexts, queries, labels)", (1 if shared else T) * n * d + T * (d + d_out),
+                     dev, examples=T, context_size=n, dim=d, **({} if C is not None else {"out_dim": d_out}))
     contexts = _resolve.rand((n, d) if shared else (T, n, d), gen, dtype, dev)
     queries = _resolve.rand((T, d), gen, dtype, dev)
-    if task == "classification":
-        C = positive_int("classes", classes)
+    if C is not None:
         labels = _resolve.randint(C, (T,), gen, dev)
         return MemorizationTask(contexts, queries, labels, classes=C)
-    d_out = positive_int("out_dim", out_dim)
     return MemorizationTask(contexts, queries, _resolve.rand((T, d_out), gen, dtype, dev), classes=None)
 
 
@@ -338,7 +346,7 @@ def lookup_noise_for_entropy(vocab: int, entropy: float) -> float:
     N = positive_int("vocab", vocab)
     if isinstance(entropy, bool) or not isinstance(entropy, numbers.Real):
         raise TypeError(f"entropy must be a real number (nats), got {entropy!r}")
-    h = float(entropy)
+    h = as_float("entropy", entropy)
     log_n = math.log(N)
     if not (0.0 <= h <= log_n):
         raise ValueError(f"entropy must lie in [0, log N] = [0, {log_n:.6g}] nats, got {h}")

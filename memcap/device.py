@@ -30,7 +30,9 @@ def pick_device(prefer: str | None = None) -> torch.device:
     """Return the device code cells should use.
 
     Order: ``prefer`` if given, else the environment variable ``MEMCAP_DEVICE``, else CUDA if present,
-    else Apple's MPS, else the CPU. Asking for an unavailable device is an error, not a silent fallback.
+    else Apple's MPS, else the CPU. Asking for an unavailable device is an error, not a silent fallback, and
+    so is a malformed name ('cpu:x'), a CPU or MPS index other than 0 (torch has one of each) or a CUDA index
+    past the machine's last GPU: a ``ValueError`` naming the device, before anything is made on it.
     """
     choice = prefer if prefer is not None else os.environ.get("MEMCAP_DEVICE") or None
     if choice is None:
@@ -42,11 +44,24 @@ def pick_device(prefer: str | None = None) -> torch.device:
     kind = str(choice).split(":")[0]
     if kind not in _VALID:
         raise ValueError(f"device must be one of {_VALID} (optionally 'cuda:K'), got {choice!r}")
+    try:
+        dev = torch.device(choice)
+    except RuntimeError:   # 'cpu:x', 'cuda:-1': torch's own error names no argument
+        raise ValueError(f"Invalid device string: {str(choice)!r}: device must be 'cpu', 'mps', 'cuda' or 'cuda:K' "
+                         f"with K = 0, 1, ... a CUDA device's index") from None
+    if dev.type in ("cpu", "mps") and dev.index not in (None, 0):
+        raise ValueError(f"device {choice!r}: torch has one {dev.type.upper()} device, {dev.type!r} (or "
+                         f"'{dev.type}:0'), there is no index {dev.index}")
     if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {choice!r} requested but CUDA is not available on this machine")
     if kind == "mps" and not _mps_available():
         raise ValueError(f"device {choice!r} requested but MPS is not available on this machine")
-    return torch.device(choice)
+    count = torch.cuda.device_count() if kind == "cuda" else 0
+    if kind == "cuda" and dev.index is not None and dev.index >= count:
+        names = "cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"
+        raise ValueError(f"device {str(dev)!r} requested but this machine has {count} CUDA "
+                         f"device{'' if count == 1 else 's'} ({names})")
+    return dev
 
 
 def canonical_device(device: torch.device | str) -> torch.device:

@@ -128,13 +128,17 @@ def rank(matrix: object, *, tol: float | None = None, rtol: float | None = DEFAU
     """Numerical rank of a 2-D matrix ``(a, b)``: the number of singular values above a threshold.
 
     The threshold is ``tol`` when given (absolute); otherwise ``rtol * sigma_max`` with the NumPy default
-    ``rtol = max(a, b) * eps(dtype)`` (see :data:`DEFAULT_RTOL`). Accepts torch tensors, NumPy arrays
-    and nested lists.
+    ``rtol = max(a, b) * eps(dtype)`` (see :data:`DEFAULT_RTOL`). ``rtol`` must lie in [0, 1): at 1 or above
+    not even sigma_max clears the threshold, and every matrix would have rank 0. Accepts torch tensors,
+    NumPy arrays and nested lists.
     """
     mat = _float_tensor("matrix", matrix)
     if mat.dim() != 2:
         raise ValueError(f"matrix must be 2-D, got shape {tuple(mat.shape)}")
     tol, rtol = _tol(tol), _tol(rtol, "rtol")
+    if rtol is not None and rtol >= 1:
+        raise ValueError(f"rtol must lie in [0, 1) (a fraction of the largest singular value), got {rtol}: "
+                         f"with rtol >= 1 every matrix has rank 0")
     if 0 in mat.shape:
         raise ValueError(f"matrix must not be empty: shape {tuple(mat.shape)} has an axis of length 0")
     return int(_batched_rank(mat.unsqueeze(0), tol, rtol)[0])

@@ -29,7 +29,7 @@ import sympy as sp
 import torch
 
 from memcap import _resolve
-from memcap._checks import check_shape, finite_real, id_tensor, positive_int, real_tensor
+from memcap._checks import check_allocation, check_shape, finite_real, id_tensor, positive_int, real_tensor
 from memcap.bounds import C, N, d, h, p_err
 from memcap.construct.dana import DTYPE, SequenceEncoder
 from memcap.data import _check_probability_rows, lookup_noise_for_entropy
@@ -121,6 +121,7 @@ def gaussian_unembedding(vocab: int, dim: int, *, generator: torch.Generator | N
     """
     nv, dm = positive_int("vocab", vocab), positive_int("dim", dim)
     generator, dev = _resolve.generator(generator), _resolve.device(device)
+    check_allocation("the unembedding (N, d)", nv * dm, dev, vocab=nv, dim=dm)
     return _resolve.randn((nv, dm), generator, DTYPE, dev) / math.sqrt(dm)
 
 

@@ -44,6 +44,7 @@ import torch
 
 from memcap import _resolve
 from memcap._checks import (
+    check_allocation,
     check_bool,
     check_shape,
     check_tensor,
@@ -209,6 +210,8 @@ def init_mha(heads: int, dim: int, head_dim: int, value_dim: int, out_dim: int, 
     d_out = positive_int("out_dim", out_dim)
     gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
+    check_allocation("the weights W_K, W_Q, W_V, W_O, W_D", 2 * H * d * (d_h + d_v) + d * d_out, dev,
+                     heads=H, dim=d, head_dim=d_h, value_dim=d_v, out_dim=d_out)
     return MHAParams(
         W_K=_gaussian((H, d, d_h), d, gen, dtype, dev),
         W_Q=_gaussian((H, d, d_h), d, gen, dtype, dev),
@@ -468,6 +471,8 @@ def init_aot(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int, *,
     d_h = positive_int("head_dim", head_dim)
     gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
+    check_allocation("the embeddings and weights", (2 * N + S) * d + 4 * H * d_h * d, dev,
+                     vocab=N, seq_len=S, dim=d, heads=H, head_dim=d_h)
     return AoTParams(
         token_embedding=_gaussian((N, d), 1, gen, dtype, dev),
         positional_embedding=_gaussian((S, d), 1, gen, dtype, dev),

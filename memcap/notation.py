@@ -23,7 +23,10 @@ def sci(value: float, digits: int = 1) -> str:
         raise TypeError(f"value must be a real number, got {value!r}")
     if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0:
         raise ValueError(f"digits must be an integer >= 0, got {digits!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:   # an integer beyond float's range, 10**400
+        raise ValueError("value must be finite, got an integer too large for a float") from None
     if not math.isfinite(value):
         raise ValueError(f"value must be finite, got {value}")
     if value == 0:

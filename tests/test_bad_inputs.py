@@ -348,3 +348,178 @@ def test_modules_outside_the_api_take_no_tensors():
                 continue
             offending += [f"{module_name}.{name}({p.name})" for p in params if tensor_like.search(str(p.annotation))]
     assert not offending, f"functions outside the API that take tensors: {offending}"
+
+
+# --- an audit's findings (float32 probabilities, integers beyond int64, sizes beyond memory, NumPy scalars,
+# --- malformed devices, a rank tolerance): each refused naming the argument, or accepted as it should be ---
+
+def _softmax32(rows: int, cols: int) -> torch.Tensor:
+    return torch.softmax(torch.randn(rows, cols, generator=torch.Generator().manual_seed(0)), -1)
+
+
+def test_float32_probability_rows_are_held_to_float32_rounding_not_float64s():
+    """A float32 softmax misses 1 by ~6e-8, float32's rounding: Dana et al.'s constructions took it in, and
+    the message of a row that really misses 1 prints enough digits not to say it sums to 1."""
+    from memcap import data
+    from memcap.construct import dana, mahdavi
+
+    probs = _softmax32(9, 5)
+    dana.check_full_support(probs)
+    encoder = dana.exact_sequence_encoder(probs)
+    assert torch.allclose(torch.softmax(encoder.logits, 1), probs.double(), atol=1e-6)
+    with pytest.raises(ValueError, match="Assumption 1 fails"):   # not "rows must sum to 1"
+        dana.association_targets(probs)
+    assert dana.association_targets(torch.eye(3)).tolist() == [0, 1, 2]
+    fit = dana.minimize_kl(lambda p: p["logits"], {"logits": torch.zeros(3, 3)}, torch.full((3, 3), 1 / 3), steps=2,
+                           prior=torch.full((3,), 1 / 3))   # a float32 prior too
+    assert fit.kl < 1e-12
+    assert dana.lookup_sequence_encoder(_softmax32(4, 3), torch.tensor([0, 1, 2, 0]),
+                                        dana.identity_hadamard_unembedding(4)[:3])[1].shape == (4,)
+    with pytest.raises(ValueError, match=r"probs rows must sum to 1 .* sums to 0\.9999, off by 0\.0001"):
+        data.entropy(torch.tensor([[0.5, 0.4999]], dtype=torch.float64))
+    with pytest.raises(ValueError, match="probs rows must sum to 1"):   # float32 keeps a float32 tolerance
+        dana.check_full_support(torch.tensor([[0.5, 0.499]]))
+    gen = torch.Generator().manual_seed(1)
+    contexts = torch.rand(4, 3, 5, generator=gen, dtype=torch.float64)
+    queries = torch.rand(4, 5, generator=gen, dtype=torch.float64)
+    head = mahdavi.claim1_head(contexts, queries, [0, 1], _softmax32(2, 3), head_dim=3)
+    assert head.W_K.shape == (5, 3)
+
+
+def test_integers_beyond_64_bits_are_refused_when_the_config_or_spec_is_made():
+    from memcap import data, train
+    from memcap._checks import finite_real
+    from memcap.construct import mahdavi
+    from memcap.train import AoTSpec, MHASpec, TrainConfig, spec_from_dict
+
+    for field_name, value in (("steps", 10**23), ("batch_size", 10**30), ("epochs", 10**20), ("eval_every", 10**19)):
+        with pytest.raises(ValueError, match=f"{field_name} must be at most MAX_COUNT"):
+            TrainConfig(**{field_name: value})
+    with pytest.raises(ValueError, match=r"record\['steps'\] must be at most"):
+        TrainConfig.from_dict({"steps": 10**23})
+    with pytest.raises(ValueError, match="epochs = 1000000000 of examples = 100 in batches of 1 make"):
+        TrainConfig(epochs=10**9, batch_size=1).steps_for(100)
+    mha = {"heads": 1, "context_size": 2, "examples": 4, "dim": 4, "classes": 3}
+    for spec, seed in ((MHASpec, "seed"), (MHASpec, "data_seed"), (AoTSpec, "seed"), (AoTSpec, "data_seed")):
+        sizes = mha if spec is MHASpec else {"heads": 1, "head_dim": 2, "dim": 2, "vocab": 3}
+        for value in (2**63, 2**64):
+            with pytest.raises(ValueError, match=f"{seed} must be a seed in"):
+                spec(**sizes, **{seed: value})
+    with pytest.raises(ValueError, match=r"record\['seed'\] must be a seed in"):
+        spec_from_dict({"model": "mha", **mha, "seed": 2**64})
+    largest = MHASpec(**mha, seed=2**63 - 1, data_seed=2**63 - 1)   # the largest seeds train
+    result = train.train_models([largest], TrainConfig(steps=1, device="cpu"), compile="never")
+    assert result.steps.tolist() == [1]
+    for call, name in ((lambda: TrainConfig(lr=10**400), "lr"), (lambda: TrainConfig(eps=-(10**400)), "eps"),
+                       (lambda: finite_real("x", 10**400), "x"),
+                       (lambda: data.lookup_noise_for_entropy(4, 10**400), "entropy"),
+                       (lambda: mahdavi.saturation_scale(torch.zeros(1, 3), torch.tensor([[1.0, 0.0, 0.0]]), 10**400),
+                        "delta")):
+        with pytest.raises(ValueError, match=f"{name} must be a finite real number, got an integer of about 10"):
+            call()
+
+
+def test_sizes_beyond_the_devices_memory_are_refused_naming_them_before_anything_is_allocated():
+    """Each call would ask for 2 TB or more (far beyond the machines this runs on; sizes just above the
+    memory may be allocated when it is free, and on Linux get the process killed instead of an error):
+    refused with a ValueError naming the sizes, never torch's "DefaultCPUAllocator: can't allocate memory"."""
+    from memcap import data, lookup, models
+    from memcap.construct import dana, mahdavi, mahdavi_limits
+    from memcap.train import MHASpec, TrainConfig, capacity_search, train_models
+
+    gen = torch.Generator().manual_seed(0)
+    contexts = torch.rand(4, 3, 3, generator=gen, dtype=torch.float64)
+    queries = torch.rand(4, 3, generator=gen, dtype=torch.float64)
+    small = MHASpec(heads=1, context_size=2, examples=4, dim=4, classes=3)
+    cpu = TrainConfig(steps=1, device="cpu")
+    calls = [
+        (lambda: models.init_mha(10**6, 10**6, 10**3, 1, 1, device="cpu"), "heads = 1000000, dim = 1000000"),
+        (lambda: models.init_aot(10**9, 10**6, 10**3, 1, 1, device="cpu"), "vocab = 1000000000, seq_len = 1000000"),
+        (lambda: data.sinusoidal_positions(10**7, 10**6, device="cpu"), "length = 10000000, dim = 1000000"),
+        (lambda: data.mahdavi_task(10**9, 10**3, 10**3, shared=False, device="cpu"), "examples = 1000000000"),
+        (lambda: train_models([MHASpec(heads=1, context_size=2, examples=10**14, dim=4, classes=3)], cpu),
+         r"specs\[0\].examples = 100000000000000"),
+        (lambda: capacity_search([small], [10**14], cpu), r"max\(candidates\) = 100000000000000"),
+        (lambda: train_models([small], TrainConfig(steps=1, batch_size=10**9, device="cpu")), "batch_size = 10"),
+        (lambda: dana.lemma2_params(10**9, 10**6, 10**3, 1, 1, device="cpu"), "vocab = 1000000000"),
+        (lambda: mahdavi_limits.simplex_data(10**9, 10**3, 10**3, device="cpu"), "examples = 1000000000"),
+        (lambda: lookup.gaussian_unembedding(10**9, 10**6, device="cpu"), "vocab = 1000000000, dim = 1000000"),
+        (lambda: mahdavi.theorem1_construction(contexts, queries, torch.zeros(4), heads=2, head_dim=10**15),
+         "heads = 2, head_dim = 1000000000000000"),
+        (lambda: mahdavi.readout_weights(torch.eye(4, 6, dtype=torch.float64), torch.zeros(4), heads=2,
+                                         value_dim=10**15), "heads = 2, value_dim = 1000000000000000"),
+    ]
+    for call, sizes in calls:
+        with pytest.raises(ValueError, match=f"{sizes}.* bytes .*more than the .* that cpu can hold"):
+            call()
+
+
+def test_the_memory_check_refuses_no_model_of_the_papers_scale_on_a_big_gpu(monkeypatch):
+    """The limit is the device's memory: on an H200 (141 GB) the papers' largest models (d = n = 1024,
+    H = 100, T = 10**5) pass, a training set of 10**12 examples does not."""
+    from memcap import _checks
+    from memcap.train import MHASpec
+    from memcap.train.prepare import check_fits
+
+    monkeypatch.setattr(_checks, "device_memory", lambda device: 141 * 10**9)
+    big = MHASpec(heads=100, context_size=1024, examples=10**5, dim=1024, classes=100)
+    check_fits(big, torch.device("cpu"), "specs[0]")
+    _checks.check_allocation("W_K, W_Q", 2 * 100 * 1024 * 1024, "cpu", heads=100, dim=1024, head_dim=1024)
+    with pytest.raises(ValueError, match=r"specs\[0\].examples = 1000000000000"):
+        check_fits(MHASpec(heads=100, context_size=1024, examples=10**12, dim=1024), torch.device("cpu"), "specs[0]")
+
+
+def test_train_config_keeps_python_numbers_and_train_models_wants_a_bool_keep_params():
+    from memcap.experiments.sweep import job_key, train_job
+    from memcap.train import MHASpec, TrainConfig, train_models
+
+    config = TrainConfig(steps=np.int64(5), batch_size=np.int32(8), lr=np.float32(0.1), eps=np.float64(1e-8),
+                         warmup_fraction=np.float32(0.25), eval_every=np.int64(2), epochs=np.int16(1))
+    for name in ("steps", "batch_size", "eval_every", "epochs"):
+        assert type(getattr(config, name)) is int, name
+    for name in ("lr", "eps", "warmup_fraction"):
+        assert type(getattr(config, name)) is float, name
+    spec = MHASpec(heads=1, context_size=2, examples=4, dim=4, classes=3)
+    assert len(job_key(train_job([spec], config))) > 0
+    with pytest.raises(TypeError, match="keep_params must be a bool, got str"):
+        train_models([spec], TrainConfig(steps=1, device="cpu"), keep_params="yes")
+
+
+class _MetaGenerator(torch.Generator):
+    """A generator that says it is on ``meta`` (torch 2.13 refuses to make one; other versions may not)."""
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("meta")
+
+
+def test_malformed_devices_and_a_generator_on_meta_are_refused_naming_them():
+    from memcap import models
+    from memcap.construct import dana, mahdavi
+    from memcap.train import TrainConfig
+
+    for device in ("cpu:x", "cuda:-1", "cpu:3", "cpu:1"):
+        for call in (lambda: TrainConfig(device=device), lambda: models.init_mha(2, 4, 2, 1, 1, device=device),
+                     lambda: models.init_aot(3, 2, 4, 1, 2, device=device)):
+            with pytest.raises(ValueError, match=f"device '{device}'|Invalid device string: '{device}': device"):
+                call()
+    assert models.init_mha(2, 4, 2, 1, 1, device="cpu:0").W_K.device == torch.device("cpu")
+    gen = torch.Generator().manual_seed(0)
+    contexts = torch.rand(4, 3, 5, generator=gen, dtype=torch.float64)
+    queries = torch.rand(4, 5, generator=gen, dtype=torch.float64)
+    tokens, targets = torch.tensor([[0, 1], [1, 0], [2, 2]]), torch.tensor([1, 2, 0])
+    for call in (lambda g: models.init_mha(2, 4, 2, 1, 1, device="cpu", generator=g),
+                 lambda g: mahdavi.theorem1_construction(contexts, queries, torch.zeros(4), heads=2, head_dim=3,
+                                                         generator=g),
+                 lambda g: dana.corollary1_aot(tokens, targets, 3, heads=1, head_dim=2, generator=g)):
+        with pytest.raises(ValueError, match="generator is on the meta device"):
+            call(_MetaGenerator())
+
+
+def test_a_rank_tolerance_of_one_or_more_is_refused():
+    from memcap import linalg
+
+    for rtol in (1.0, 2.0):
+        with pytest.raises(ValueError, match=r"rtol must lie in \[0, 1\)"):
+            linalg.rank(torch.eye(3), rtol=rtol)
+    assert linalg.rank(torch.eye(3), rtol=0.5) == 3 and linalg.rank(torch.eye(3), rtol=0.0) == 3

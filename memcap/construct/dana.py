@@ -35,6 +35,7 @@ import torch
 
 from memcap import _resolve, bounds
 from memcap._checks import (
+    check_allocation,
     check_shape,
     check_tensor,
     finite_real,
@@ -71,14 +72,16 @@ _DANA = "Dana et al.'s"
 
 
 def _probs(name: str, probs: object, device: torch.device | None = None) -> torch.Tensor:
-    """A (T, N) exact-dtype tensor of probability rows (validated by :func:`memcap.data.entropy`)."""
+    """A (T, N) exact-dtype tensor of probability rows, validated by :func:`memcap.data.entropy` in the dtype
+    they come in (a float32 softmax misses 1 by float32's rounding, not float64's). Rows cast to another dtype
+    are renormalized there, so that they sum to 1 to its rounding too (and pass this check again)."""
     probs = float_tensor(name, probs, device=device)
     if probs.ndim != 2:
         raise ValueError(f"{name} must have shape (T, N), got {tuple(probs.shape)}")
     check_shape(name, probs, (None, None), "(T, N)")
-    probs = probs.to(exact_dtype(probs.device))
     row_entropy(probs)  # raises unless every row is a probability vector
-    return probs
+    exact = probs.to(exact_dtype(probs.device))
+    return exact if exact.dtype == probs.dtype else exact / exact.sum(dim=1, keepdim=True)
 
 
 def _prior(prior: object, count: int, device: torch.device) -> torch.Tensor:
@@ -88,10 +91,16 @@ def _prior(prior: object, count: int, device: torch.device) -> torch.Tensor:
         return torch.full((count,), 1.0 / count, dtype=dtype, device=device)
     prior = real_tensor("prior", prior, device=device)
     check_shape("prior", prior, (count,), "(T,)")
+    tol = max(1e-9, 10 * count * torch.finfo(prior.dtype).eps)   # the rounding of the dtype it comes in
+    cast = prior.dtype != dtype
     prior = prior.to(dtype)
-    if bool((prior < 0).any()) or abs(float(prior.sum()) - 1) > 1e-9:
-        raise ValueError("prior must be a probability vector over the T sequences (entries >= 0, sum 1)")
-    return prior
+    if bool((prior < 0).any()):
+        raise ValueError(f"prior must be a probability vector over the T sequences (entries >= 0, sum 1), "
+                         f"entry {int((prior < 0).nonzero()[0])} is negative")
+    if abs(float(prior.sum()) - 1) > tol:
+        raise ValueError(f"prior must be a probability vector over the T sequences (entries >= 0, sum 1), its "
+                         f"entries sum to {float(prior.sum())!r}, off by more than {tol:.3g}")
+    return prior / prior.sum() if cast else prior   # renormalized where cast, like the rows of _probs
 
 
 def _tokens(tokens: object, vocab: int | None = None, device: torch.device | None = None) -> torch.Tensor:
@@ -353,6 +362,8 @@ def lemma2_params(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int,
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     _check_head_dim(d, d_h)
     gen, dev = _resolve.generator(generator), _resolve.device(device, like=scales)
+    check_allocation("the embeddings and weights", (2 * N + S) * d + 4 * H * d_h * d, dev,
+                     vocab=N, seq_len=S, dim=d, heads=H, head_dim=d_h)
     scales = torch.arange(1, H + 1, dtype=torch.float64, device="cpu") if scales is None else \
         real_tensor("scales", scales, device=dev)   # the default is made on the CPU (MPS has no float64), moved
     dtype = exact_dtype(dev)

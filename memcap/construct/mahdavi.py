@@ -34,6 +34,7 @@ import torch
 
 from memcap import _resolve, bounds, linalg
 from memcap._checks import (
+    check_allocation,
     check_bool,
     check_shape,
     finite_real,
@@ -422,13 +423,17 @@ def _targets(E_m: torch.Tensor, logits_m: torch.Tensor) -> torch.Tensor:
 def _attention_logits(name: str, theta: object, m: int, n: int, device: torch.device) -> torch.Tensor:
     """Logits alpha* = log theta (one choice among the shifts alpha* + const) for prescribed theta: (m, n),
     on ``device`` (the other inputs')."""
-    th = _real_tensor(name, theta, device)
+    given = real_tensor(name, theta, device=device)
+    th = given.to(exact_dtype(given.device))
     if th.shape != (m, n):
         raise ValueError(f"{name} must have shape (m, n) = ({m}, {n}), got {tuple(th.shape)}")
     if bool((th <= 0).any()):
         raise ValueError(f"{name} must lie in the open simplex: softmax outputs are > 0 (got an entry <= 0)")
-    if not torch.allclose(th.sum(dim=-1), torch.ones(m, dtype=th.dtype, device=th.device), atol=1e-12, rtol=0):
-        raise ValueError(f"{name} rows must sum to 1 (attention patterns on the simplex)")
+    tol = max(1e-12, 10 * n * torch.finfo(given.dtype).eps)   # the rounding of the dtype theta comes in
+    if not torch.allclose(th.sum(dim=-1), torch.ones(m, dtype=th.dtype, device=th.device), atol=tol, rtol=0):
+        raise ValueError(f"{name} rows must sum to 1 within {tol:.3g} (attention patterns on the simplex)")
+    if th.dtype != given.dtype:   # a float32 softmax, renormalized in the exact dtype: log theta is exact there
+        th = th / th.sum(dim=-1, keepdim=True)
     return th.log()
 
 
@@ -768,6 +773,8 @@ def key_query_construction(contexts: torch.Tensor, queries: torch.Tensor, *, hea
     H = positive_int("heads", heads)
     d_h = positive_int("head_dim", head_dim)
     gen = _resolve.generator(generator)
+    check_allocation(f"W_K, W_Q (H, d, d_h) and Z (T, H d) with T = {T}, d = {d}", H * d * (2 * d_h + T), e.device,
+                     heads=H, head_dim=d_h)
     with _resolve.one_cpu_thread(e.device):
         r, _ = _resolve_r(E, e, H, d_h, _declared_kruskal_rank(e, n, query_kruskal_rank))
         groups = _groups(T, H, r)
@@ -864,6 +871,8 @@ def readout_weights(features: torch.Tensor, labels: torch.Tensor, *, heads: int,
         raise ValueError(f"d_out = {d_out} > d = {d}: the layer output o has only d coordinates")
     if T > Z.shape[1]:
         raise ValueError(f"features Z (T, H*d) must have full row rank T = {T}, impossible with H*d = {Z.shape[1]}")
+    check_allocation(f"W_V (H, d, d_v), W_O (H d_v, d) and I (d_v, d) with d = {d}", (2 * H + 1) * d * d_v, Z.device,
+                     heads=H, value_dim=d_v)
     q, rr = torch.linalg.qr(Z.T)  # Z^T = q rr, q: (H d, T)
     diag = rr.diagonal().abs()
     if bool((diag <= Z.shape[1] * torch.finfo(Z.dtype).eps * diag.max()).any()):

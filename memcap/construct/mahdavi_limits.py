@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from memcap import _resolve, bounds
-from memcap._checks import check_shape, check_tensor, float_input, positive_int, positive_real
+from memcap._checks import check_allocation, check_shape, check_tensor, float_input, positive_int, positive_real
 from memcap.data import MemorizationTask
 from memcap.device import EXACT_DTYPE, same_device
 from memcap.linalg import kruskal_rank, rank
@@ -110,6 +110,8 @@ def simplex_data(examples: int, context_size: int, dim: int, *, coordinate_sum: 
     C = positive_real("coordinate_sum", coordinate_sum)
     gen = _resolve.generator(generator)
     dtype, dev = _dtype_device(dtype, device)
+    check_allocation("the contexts (T, n, d), their draws and the queries (T, d)", T * d * (2 * n + 1), dev,
+                     examples=T, context_size=n, dim=d)
     draw = -torch.log1p(-_resolve.rand((T, n, d), gen, torch.float64, dev))
     contexts = C * draw / draw.sum(dim=-1, keepdim=True)  # (T, n, d), Exp(1) normalised: Dirichlet(1)
     return contexts.to(dtype), _resolve.rand((T, d), gen, dtype, dev)

@@ -31,6 +31,7 @@ from memcap._checks import (
     positive_int,
     positive_real,
     real_tensor,
+    seed_int,
 )
 from memcap._schema import Key, keyed, nested
 from memcap.profiles import check_profile
@@ -188,7 +189,7 @@ def _part(name: str, value: object, part: str, keys: Mapping[str, Key]) -> dict:
 
 
 def _run_on(device: torch.device | str | None, seed: object) -> tuple[torch.device, int]:
-    return _resolve.device(device), nonnegative_int("seed", seed)
+    return _resolve.device(device), seed_int("seed", seed)
 
 
 def vit_layers(cfg: dict, *, device: torch.device | str | None = None, seed: int = 0) -> Layers:
@@ -290,12 +291,12 @@ def reports(layers: Layers, tests: dict, *, seed: int = 0, shifted: bool = True)
     if not isinstance(layers, Layers):
         raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
     tests = _part("tests", tests, "tests", _tests(("subsets", "threshold", "kruskal_subsets")))
-    seed, shifted = nonnegative_int("seed", seed), check_bool("shifted", shifted)
+    seed, shifted = seed_int("seed", seed), check_bool("shifted", shifted)
     out = {}
     for i, key in enumerate(layers.contexts):
         out[key] = linalg.assumption_report(
             layers.contexts[key], layers.queries[key], subsets=tests["subsets"], threshold=tests["threshold"],
-            generator=torch.Generator().manual_seed(1000 * seed + i), kruskal_subsets=tests["kruskal_subsets"],
+            generator=_resolve.seeded(1000 * seed + i), kruskal_subsets=tests["kruskal_subsets"],
             shifted=shifted)
     return out
 
@@ -340,13 +341,13 @@ def figure1(layers: Layers, tests: dict, *, seed: int = 0) -> dict:
     if not isinstance(layers, Layers):
         raise TypeError(f"layers must be a Layers record, got {type(layers).__name__}")
     tests = _part("tests", tests, "tests", _tests(("fig1_step", "fig1_subsets", "threshold")))
-    seed = nonnegative_int("seed", seed)
+    seed = seed_int("seed", seed)
     out = {}
     for i, key in enumerate(layers.queries):
         t_count, n, d = layers.contexts[key].shape
         out[key] = linalg.kruskal_curve(layers.queries[key], figure1_sizes(n, d, tests["fig1_step"]),
                                         subsets=tests["fig1_subsets"], threshold=tests["threshold"],
-                                        generator=torch.Generator().manual_seed(1000 * seed + 500 + i))
+                                        generator=_resolve.seeded(1000 * seed + 500 + i))
     return out
 
 

@@ -17,7 +17,6 @@ serves it to narrow screens.
 """
 from __future__ import annotations
 
-import math
 import re
 import textwrap
 import warnings
@@ -306,8 +305,7 @@ def stack_for_phone(fig, *, width: float = PHONE_WIDTH):
 
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    if (isinstance(width, bool) or not isinstance(width, (int, float)) or not math.isfinite(width)
-            or not 2 <= width <= 6.25):
+    if isinstance(width, bool) or not isinstance(width, (int, float)) or not 2 <= width <= 6.25:   # NaN too
         raise ValueError(f"width must be a number of inches in [2, 6.25] (a phone's figure), got {width!r}")
     width = float(width)
     colorbars = [ax for ax in fig.axes if _is_colorbar(ax, fig)]

@@ -7,8 +7,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from memcap._checks import listed, nonnegative_int, positive_int
+from memcap.device import pick_device
 from memcap.train.config import TrainConfig
 from memcap.train.loop import TrainResult, train_models
+from memcap.train.prepare import check_fits
 from memcap.train.specs import AoTSpec, Spec
 
 
@@ -57,12 +59,14 @@ def capacity_search(specs: Sequence[Spec], candidates: Sequence[int], config: Tr
     nonnegative_int("rounds", rounds)
     positive_int("points", points)
     train = train_models if train is None else train
+    device = pick_device(config.device if isinstance(config, TrainConfig) else None)
     for i, spec in enumerate(specs):
         if spec.task != "classification":
             raise ValueError(f"specs[{i}] is a regression model; capacity needs 100 % accuracy, a classification notion")
         if isinstance(spec, AoTSpec) and ladder[-1] > spec.vocab ** spec.seq_len:
             raise ValueError(f"candidates must not exceed N^S = {spec.vocab ** spec.seq_len} for specs[{i}], "
                              f"got T = {ladder[-1]}")
+        check_fits(replace(spec, examples=ladder[-1]), device, f"specs[{i}]", examples="max(candidates)")
     tried: list[dict[int, float]] = [{} for _ in specs]
     todo = [list(ladder) for _ in specs]
     for _ in range(rounds + 1):

@@ -34,6 +34,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from memcap._checks import as_float
 from memcap._files import atomic_write
 from memcap._version import ENGINE_VERSION
 
@@ -85,7 +86,7 @@ class Checkpoint:
         if isinstance(every, bool) or not isinstance(every, (int, float)) or not every >= 0:
             raise ValueError(f"every must be a number of seconds >= 0, got {every!r}")
         self.folder = Path(folder)
-        self.every = float(every)
+        self.every = as_float("every", every)
         self.restored = 0
         self.resumed: list[int] = []
         self.earlier_seconds = 0.0

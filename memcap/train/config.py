@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 
 from memcap._checks import check_bool, finite_real, positive_int, positive_real
@@ -16,11 +17,25 @@ def _device_name(name: str, value: object) -> object:
     return value if isinstance(value, torch.device) else text(name, value)
 
 
+MAX_COUNT = 10**9
+"""Largest ``steps``, ``epochs``, ``batch_size`` and ``eval_every`` of a :class:`TrainConfig`, and largest
+number of steps of one model (:meth:`TrainConfig.steps_for`): a billion, far beyond both papers (50,000 steps,
+500 epochs, batches of 256) and any run that ends, so that a mistyped count is refused when the config is
+made, naming it, instead of overflowing torch's 64-bit integers in the middle of training."""
+
+
+def _count(name: str, value: object) -> int:
+    """A positive integer at most :data:`MAX_COUNT`, else raise naming ``name``."""
+    count = positive_int(name, value)
+    if count > MAX_COUNT:
+        raise ValueError(f"{name} must be at most MAX_COUNT = 10**9 (a billion), got {count}")
+    return count
+
+
 _CONFIG_KEYS = {
-    "steps": Key(positive_int, "optimizer steps per model, a positive int", needed=False),
-    "epochs": Key(optional(positive_int), "epochs, a positive int or None", needed=False),
-    "batch_size": Key(optional(positive_int), "the batch size B, a positive int or None (full batch)",
-                      needed=False),
+    "steps": Key(_count, "optimizer steps per model, a positive int", needed=False),
+    "epochs": Key(optional(_count), "epochs, a positive int or None", needed=False),
+    "batch_size": Key(optional(_count), "the batch size B, a positive int or None (full batch)", needed=False),
     "lr": Key(positive_real, "the peak learning rate, a positive real", needed=False),
     "schedule": Key(one_of(SCHEDULES), f"the schedule, one of {SCHEDULES}", needed=False),
     "warmup_fraction": Key(finite_real, "the warm-up fraction, a real in [0, 1)", needed=False),
@@ -29,7 +44,7 @@ _CONFIG_KEYS = {
                  needed=False),
     "eps": Key(positive_real, "Adam's eps, a positive real", needed=False),
     "early_stop": Key(check_bool, "whether to freeze memorized models, a bool", needed=False),
-    "eval_every": Key(positive_int, "steps between full-set evaluations, a positive int", needed=False),
+    "eval_every": Key(_count, "steps between full-set evaluations, a positive int", needed=False),
     "dtype": Key(one_of(("float32", "float64")), "'float32' or 'float64'", needed=False),
     "device": Key(optional(_device_name), "a device name such as 'cpu' or 'cuda', or None", needed=False),
 }
@@ -53,7 +68,8 @@ class TrainConfig:
     warm-up (5 % of the steps, from 1 % of ``lr``, in Mahdavi et al.'s code). ``betas``, ``eps``: Adam's.
     ``early_stop``: freeze a classification model once it reaches 100 % training accuracy, checked on the
     full training set every ``eval_every`` steps. ``dtype``: 'float32' or 'float64'; ``device``: None
-    means :func:`memcap.device.pick_device`.
+    means :func:`memcap.device.pick_device`. Counts are at most :data:`MAX_COUNT`; NumPy numbers are kept as
+    Python numbers (the config goes into JSON job keys).
     """
 
     steps: int = 1000
@@ -71,11 +87,11 @@ class TrainConfig:
     device: str | None = None
 
     def __post_init__(self) -> None:
-        positive_int("steps", self.steps)
+        _count("steps", self.steps)
         if self.epochs is not None:
-            positive_int("epochs", self.epochs)
+            _count("epochs", self.epochs)
         if self.batch_size is not None:
-            positive_int("batch_size", self.batch_size)
+            _count("batch_size", self.batch_size)
         positive_real("lr", self.lr)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
@@ -91,11 +107,16 @@ class TrainConfig:
         object.__setattr__(self, "betas", betas)
         positive_real("eps", self.eps)
         check_bool("early_stop", self.early_stop)
-        positive_int("eval_every", self.eval_every)
+        _count("eval_every", self.eval_every)
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         if self.device is not None:
             pick_device(self.device)
+        for name in ("steps", "epochs", "batch_size", "lr", "warmup_fraction", "warmup_start_factor", "eps",
+                     "eval_every"):   # NumPy scalars as Python numbers, like the specs': the job key is JSON
+            value = getattr(self, name)
+            if isinstance(value, (np.integer, np.floating)):
+                object.__setattr__(self, name, value.item())
 
     def steps_for(self, examples: int) -> int:
         """Optimizer steps of a model with T = ``examples`` training examples."""
@@ -103,7 +124,11 @@ class TrainConfig:
         if self.epochs is None:
             return self.steps
         batch = T if self.batch_size is None else self.batch_size
-        return max(self.steps, self.epochs * T // batch)
+        steps = max(self.steps, self.epochs * T // batch)
+        if steps > MAX_COUNT:
+            raise ValueError(f"epochs = {self.epochs} of examples = {T} in batches of {batch} make {steps} steps, "
+                             f"more than MAX_COUNT = 10**9 (a billion)")
+        return steps
 
     def to_dict(self) -> dict:
         """JSON-able form (``betas`` as a list)."""

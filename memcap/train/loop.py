@@ -10,8 +10,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from memcap._checks import listed, positive_int
-from memcap._resolve import randint
+from memcap._checks import check_allocation, check_bool, listed, positive_int
+from memcap._resolve import randint, seeded
 from memcap.device import pick_device
 from memcap.train.adam import adam_update
 from memcap.train.checkpoint import Checkpoint
@@ -21,6 +21,7 @@ from memcap.train.config import TrainConfig
 from memcap.train.graphs import StaticStep, graph_mode
 from memcap.train.memory import keep_freed_memory, out_of_memory
 from memcap.train.partition import cheapest_cut
+from memcap.train.prepare import check_fits
 from memcap.train.schedule import lr_factor
 from memcap.train.specs import AoTSpec, MHASpec, Spec
 from memcap.train.stack import Stack
@@ -110,7 +111,7 @@ def _train_stack(specs: Sequence[Spec], config: TrainConfig, device: torch.devic
     totals = [config.steps_for(c) for c in counts]                             # steps per model, on the host
     total = torch.tensor(totals, device=device)                               # (m,)
     max_steps, min_steps = max(totals), min(totals)
-    gens = [torch.Generator().manual_seed(10_007 * s.seed + 1) for s in specs]   # batches: own stream
+    gens = [seeded(10_007 * s.seed + 1) for s in specs]   # batches: own stream (mod 2**64, torch's seed range)
     flat = stack.flat
     state = {"t": torch.zeros(m, dtype=torch.long, device=device),
              "m": torch.zeros_like(flat), "v": torch.zeros_like(flat)}
@@ -348,12 +349,20 @@ def train_models(specs: Sequence[Spec], config: TrainConfig | None = None, *, ke
     config = TrainConfig() if config is None else config
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    check_bool("keep_params", keep_params)
     if max_stack is not None:
         positive_int("max_stack", max_stack)
     checkpoint = active_checkpoint() if checkpoint is None else checkpoint
     if not isinstance(checkpoint, (Checkpoint, type(None))):
         raise TypeError(f"checkpoint must be a memcap.train.checkpoint.Checkpoint or None, got {type(checkpoint).__name__}")
     device = pick_device(config.device)
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, (MHASpec, AoTSpec)):
+            raise TypeError(f"specs[{i}] must be an MHASpec or AoTSpec, got {type(spec).__name__}")
+        check_fits(spec, device, f"specs[{i}]")
+    if config.batch_size is not None:
+        check_allocation(f"the batch indices of {CHUNK} steps of a model", CHUNK * config.batch_size, device,
+                         batch_size=config.batch_size)
     dtype = torch.float64 if config.dtype == "float64" else torch.float32
     compiled = use_compile(mode, device, config.steps)
     if device.type == "cpu":

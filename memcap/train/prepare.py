@@ -14,9 +14,31 @@ from typing import Sequence
 
 import torch
 
+from memcap._checks import check_allocation
 from memcap.data import association_task, mahdavi_task
 from memcap.models import init_aot, init_mha
 from memcap.train.specs import MHASpec, Spec
+
+
+def check_fits(spec: Spec, device: torch.device, name: str, *, examples: str | None = None) -> None:
+    """Refuse (:func:`memcap._checks.check_allocation`, naming ``name``'s sizes) a spec whose training set and
+    weights (four times: the weights, their gradient and Adam's two moments) cannot be held on ``device``:
+    before anything is drawn, where the sizes of ``name`` = ``'specs[i]'`` are known (``examples``: another
+    name for its T, such as ``'max(candidates)'``). A lower bound: activations and padding come on top."""
+    if isinstance(spec, MHASpec):
+        T, n, d, H = spec.examples, spec.context_size, spec.dim, spec.heads
+        data = (n * d if spec.shared else T * n * d) + T * d + T * (1 if spec.classes is not None else spec.out_dim)
+        weights = 2 * H * d * (spec.d_h + spec.value_dim) + d * spec.output_width + (d * d + d + spec.output_width
+                                                                                     if spec.embedding else 0)
+        sizes = {"examples": T, "context_size": n, "dim": d, "heads": H, "head_dim": spec.d_h}
+    else:
+        N, S, d, H = spec.vocab, spec.seq_len, spec.dim, spec.heads
+        data = spec.T0 * (S + 1)
+        weights = (2 * N + S) * d + 4 * H * spec.head_dim * d + 2 * spec.mlp_width * d + spec.head_dim * d
+        sizes = {"examples": spec.T0, "vocab": N, "seq_len": S, "dim": d, "heads": H, "head_dim": spec.head_dim,
+                 "mlp_width": spec.mlp_width}
+    sizes = {examples if key == "examples" and examples else f"{name}.{key}": value for key, value in sizes.items()}
+    check_allocation(f"the training set and weights of {name}", data + 4 * weights, device, **sizes)
 
 
 def init_one(spec: Spec) -> dict[str, torch.Tensor]:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from memcap._checks import check_bool, nonnegative_int, positive_int
+from memcap._checks import check_bool, nonnegative_int, positive_int, seed_int
 from memcap._schema import Key, optional, tagged
 
 
@@ -35,7 +35,7 @@ class MHASpec:
     ``classes`` C for classification (None: regression with ``out_dim`` targets y ~ U(0,1)),
     ``shared`` (one context for all examples, Prop. 2) or a fresh context per example (Appendix I.1),
     ``embedding`` (the paper's experimental model; False: bare Eqs. (1)-(6)). ``seed`` draws the
-    initial weights and the mini-batches, ``data_seed`` the training set.
+    initial weights and the mini-batches, ``data_seed`` the training set (each in [0, 2**63 - 1]).
     """
 
     heads: int
@@ -60,8 +60,8 @@ class MHASpec:
             positive_int("classes", self.classes)
         check_bool("shared", self.shared)
         check_bool("embedding", self.embedding)
-        nonnegative_int("seed", self.seed)
-        nonnegative_int("data_seed", self.data_seed)
+        seed_int("seed", self.seed)
+        seed_int("data_seed", self.data_seed)
         _plain_ints(self)
 
     @property
@@ -99,7 +99,8 @@ class AoTSpec:
 
     ``heads`` H, ``head_dim`` d_h, ``dim`` d, ``vocab`` N, ``seq_len`` S, ``mlp_width`` w of the GELU MLP
     of Section 4.2.1 (0: the plain AoT), ``examples`` T0 distinct sequences (None: all N^S, as in the
-    paper). ``seed`` draws the initial weights and mini-batches, ``data_seed`` the look-up table.
+    paper). ``seed`` draws the initial weights and mini-batches, ``data_seed`` the look-up table (each in
+    [0, 2**63 - 1]).
     ``shared_compression``: a variant that is not Eq. (2): one map W_C (d_h, d) compresses every token
     to z = W_C x before all heads, which then act on z (W_Q, W_K, W_V of shape (H, d_h, d_h)); the
     description of Dana et al.'s final code (see the experiment chapter). False: Eq. (2).
@@ -129,8 +130,8 @@ class AoTSpec:
             if T0 > self.vocab ** self.seq_len:
                 raise ValueError(f"examples must be at most N^S = {self.vocab ** self.seq_len} distinct "
                                  f"sequences, got {T0}")
-        nonnegative_int("seed", self.seed)
-        nonnegative_int("data_seed", self.data_seed)
+        seed_int("seed", self.seed)
+        seed_int("data_seed", self.data_seed)
         _plain_ints(self)
 
     @property
@@ -159,8 +160,8 @@ class AoTSpec:
 Spec = MHASpec | AoTSpec
 
 
-_SEEDS = {"seed": Key(nonnegative_int, "the seed of the weights and mini-batches, an int >= 0", needed=False),
-          "data_seed": Key(nonnegative_int, "the seed of the training set, an int >= 0", needed=False)}
+_SEEDS = {"seed": Key(seed_int, "the seed of the weights and mini-batches, an int in [0, 2**63 - 1]", needed=False),
+          "data_seed": Key(seed_int, "the seed of the training set, an int in [0, 2**63 - 1]", needed=False)}
 _MHA_KEYS = {
     "heads": Key(positive_int, "the number of heads H, a positive int"),
     "context_size": Key(positive_int, "the context size n, a positive int"),
