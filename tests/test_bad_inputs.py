@@ -523,3 +523,25 @@ def test_a_rank_tolerance_of_one_or_more_is_refused():
         with pytest.raises(ValueError, match=r"rtol must lie in \[0, 1\)"):
             linalg.rank(torch.eye(3), rtol=rtol)
     assert linalg.rank(torch.eye(3), rtol=0.5) == 3 and linalg.rank(torch.eye(3), rtol=0.0) == 3
+
+
+def test_job_builders_refuse_what_they_used_to_convert():
+    """train_job took bool(keep_params) and int(seed): "no" kept the parameters and seed 2.9 became 2."""
+    from memcap.experiments.sweep import capacity_job, train_job
+    from memcap.train import MHASpec, TrainConfig
+
+    spec, config = MHASpec(heads=1, context_size=2, examples=4, dim=4, classes=3), TrainConfig(steps=1)
+    with pytest.raises(TypeError, match="keep_params must be a bool, got str"):
+        train_job([spec], config, keep_params="no")
+    for seed, error in ((2.9, TypeError), (-1, ValueError), (2**63, ValueError), (True, TypeError)):
+        with pytest.raises(error, match="seed must be"):
+            train_job([spec], config, seed=seed)
+    assert train_job([spec], config, keep_params=True, seed=np.int64(3))["seed"] == 3
+    for kwargs, match in (({"rounds": -1}, "rounds must be a non-negative integer"),
+                          ({"points": 0}, "points must be a positive integer"),
+                          ({"seed": 1.5}, "seed must be")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            capacity_job([spec], [2, 4], config, **kwargs)
+    with pytest.raises(TypeError, match=r"candidates\[1\] must be a positive integer"):
+        capacity_job([spec], [2, 4.5], config)
+    assert capacity_job([spec], [2, np.int64(4)], config, rounds=0)["candidates"] == [2, 4]

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from memcap._checks import positive_int
+from memcap._checks import check_bool, nonnegative_int, positive_int, seed_int
 from memcap._files import atomic_write as _atomic_write
 from memcap._version import ENGINE_VERSION, __version__
 from memcap.experiments.merge import merge_groups, merged_job, split_result
@@ -859,16 +859,20 @@ def _parallelism(executor: Any) -> int:
 # ---------------------------------------------------------------------------------------------------
 
 def train_job(specs: Sequence[Any], config: Any, *, keep_params: bool = False, seed: int = 0) -> dict:
-    """A job that trains ``specs`` (MHASpec/AoTSpec) with ``config`` (TrainConfig) as stacks."""
+    """A job that trains ``specs`` (MHASpec/AoTSpec) with ``config`` (TrainConfig) as stacks. ``keep_params``
+    must be a bool and ``seed`` an integer in [0, 2**63 - 1] (a truthy string or a float seed is refused, not
+    converted)."""
     return {"kind": "train", "specs": [s.to_dict() for s in specs], "config": config.to_dict(),
-            "keep_params": bool(keep_params), "seed": int(seed)}
+            "keep_params": check_bool("keep_params", keep_params), "seed": seed_int("seed", seed)}
 
 
 def capacity_job(specs: Sequence[Any], candidates: Sequence[int], config: Any, *, rounds: int = 2,
                  points: int = 3, seed: int = 0) -> dict:
     """A job that runs :func:`memcap.train.capacity_search` for ``specs`` over the ladder ``candidates``."""
-    return {"kind": "capacity", "specs": [s.to_dict() for s in specs], "candidates": [int(T) for T in candidates],
-            "config": config.to_dict(), "rounds": int(rounds), "points": int(points), "seed": int(seed)}
+    return {"kind": "capacity", "specs": [s.to_dict() for s in specs],
+            "candidates": [positive_int(f"candidates[{i}]", T) for i, T in enumerate(candidates)],
+            "config": config.to_dict(), "rounds": nonnegative_int("rounds", rounds),
+            "points": positive_int("points", points), "seed": seed_int("seed", seed)}
 
 
 def run_job(job: dict) -> dict:
