@@ -169,6 +169,22 @@ def test_book_refuses_stale_paper_results_and_says_how_to_refresh(tmp_path, monk
         experiments.load_or_run(name, cache_dir=tmp_path)
 
 
+def test_paper_results_of_a_newer_engine_say_to_update_memcap_not_to_prune(tmp_path, monkeypatch):
+    """Prune keeps a newer engine's results (another checkout's), so the hint must not suggest it."""
+    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
+    name = "dana_fig4"
+    cache = ResultCache(tmp_path)
+    for job in experiments.jobs(name, "paper"):
+        cache.put(name, job, {"records": [{"accuracy": 1.0}]}, MANIFEST)
+    monkeypatch.setattr(sweep, "ENGINE_VERSION", ENGINE_VERSION - 1)   # this checkout is the older one
+    with pytest.raises(experiments.StaleResultsError) as caught:
+        experiments.load_or_run(name, cache_dir=tmp_path)
+    message = str(caught.value)
+    assert "made by a newer memcap than this one: update this checkout to draw them" in message
+    assert "--prune" not in message.split(";", 1)[1]
+    assert f"python -m memcap sweep dana_fig4 --profile paper --cache {tmp_path}" in message
+
+
 def test_incomplete_stale_paper_results_leave_the_quick_profile(tmp_path, monkeypatch):
     """Only a complete (but stale) paper profile stops the book; a partial one never was drawn anyway."""
     monkeypatch.delenv("MEMCAP_PROFILE", raising=False)

@@ -31,7 +31,15 @@ from types import ModuleType
 from typing import Any, Callable
 
 from memcap._checks import listed
-from memcap.experiments.sweep import PROFILES, CacheWarning, Entry, ResultCache, check_profile, run_sweep_report
+from memcap.experiments.sweep import (
+    PROFILES,
+    CacheWarning,
+    Entry,
+    ResultCache,
+    _by_newer_engine,
+    check_profile,
+    run_sweep_report,
+)
 
 EXPERIMENTS: tuple[str, ...] = (
     "mahdavi_fig2a", "mahdavi_fig2b", "mahdavi_fig2c", "mahdavi_fig3", "mahdavi_fig4", "mahdavi_fig5",
@@ -166,10 +174,14 @@ def _lookups(name: str, job_list: list[dict], cache: ResultCache, *, arrays: boo
     return entries
 
 
-def _refresh_hint(name: str, cache_dir: Any) -> str:
+def _refresh_hint(name: str, cache_dir: Any, stale: list[Entry]) -> str:
     where = f" --cache {cache_dir}" if cache_dir is not None else ""
-    return (f"refresh them with `python -m memcap sweep {name} --profile paper{where}`, or delete them with "
-            f"`python -m memcap cache --prune{where}` (the book then draws the quick profile)")
+    sweep = f"`python -m memcap sweep {name} --profile paper{where}`"
+    if all(map(_by_newer_engine, stale)):   # prune keeps them: only updating memcap, or recomputing, helps
+        return (f"they were made by a newer memcap than this one: update this checkout to draw them, or "
+                f"recompute them for this engine with {sweep} (both versions are kept)")
+    return (f"refresh them with {sweep}, or delete them with `python -m memcap cache --prune{where}` (the book "
+            "then draws the quick profile)")
 
 
 def run(name: str, profile: str | None = None, cache_dir: Any = None, *, executor: Any = None,
@@ -227,7 +239,7 @@ def load_or_run(name: str, profile: str | None = None, cache_dir: Any = None, *,
         if stale and all(e.status in ("current", "stale") for e in entries):
             raise StaleResultsError(f"{name}: {len(stale)} of {len(entries)} cached paper results are stale "
                                     f"({stale[0].reason}; e.g. {stale[0].path}), so the book does not draw them; "
-                                    + _refresh_hint(name, cache_dir))
+                                    + _refresh_hint(name, cache_dir, stale))
     chosen = check_profile(profile)
     return run(name, chosen, cache_dir, executor=executor, progress=progress, use_cache=chosen != "quick")
 

@@ -91,6 +91,12 @@ _CHECKPOINT_FILE = re.compile(r"[0-9a-f]+\.(done|step)\.pt|" + re.escape(MERGED_
 _TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
 
 
+def _by_newer_engine(entry: Entry) -> bool:
+    """Whether a stale entry is a file made by a newer engine than this memcap's (another checkout's)."""
+    found = _ENTRY_FILE.fullmatch(entry.path.name) if entry.path is not None else None
+    return found is not None and int(found[1]) > ENGINE_VERSION
+
+
 class CacheWarning(UserWarning):
     """A cache entry could not be read (corrupt or truncated): it is treated as missing. Also: a finished
     result could not be stored in its entry and was kept elsewhere (the message says where)."""
