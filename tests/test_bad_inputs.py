@@ -448,6 +448,9 @@ def test_sizes_beyond_the_devices_memory_are_refused_naming_them_before_anything
          "heads = 2, head_dim = 1000000000000000"),
         (lambda: mahdavi.readout_weights(torch.eye(4, 6, dtype=torch.float64), torch.zeros(4), heads=2,
                                          value_dim=10**15), "heads = 2, value_dim = 1000000000000000"),
+        (lambda: dana.identity_hadamard_unembedding(2**20), "dim = 1048576"),
+        (lambda: dana.circle_sequence_encoder(torch.tensor([0, 1]), 10**12, scale=1.0, dim=10**3),
+         "vocab = 1000000000000, dim = 1000"),
     ]
     for call, sizes in calls:
         with pytest.raises(ValueError, match=f"{sizes}.* bytes .*more than the .* that cpu can hold"):

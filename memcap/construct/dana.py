@@ -328,6 +328,8 @@ def circle_sequence_encoder(targets: torch.Tensor, vocab: int, *, scale: float, 
     if targets.ndim != 1:
         raise ValueError(f"targets must be a (T,) integer tensor of next tokens, got {tuple(targets.shape)}")
     check_shape("targets", targets, (None,), "(T,)")
+    check_allocation("the unembedding (N, d) and the embeddings (T, d)", (N + len(targets)) * d, targets.device,
+                     vocab=N, dim=d)
     if int(targets.min()) < 0 or int(targets.max()) >= N:
         raise ValueError(f"targets must be ids in [0, N) = [0, {N})")
     dtype = exact_dtype(targets.device)
@@ -626,6 +628,7 @@ def identity_hadamard_unembedding(dim: int, *, device: torch.device | str | None
     d = positive_int("dim", dim)
     if d & (d - 1):
         raise ValueError(f"dim must be a power of 2 (Sylvester's Hadamard construction), got {d}")
+    check_allocation("the Hadamard matrix (d, d) and the unembedding (2d, d)", 4 * d * d, "cpu", dim=d)
     cpu = "cpu"   # made in float64 on the CPU (MPS has no float64), then moved and cast
     had = torch.ones(1, 1, dtype=DTYPE, device=cpu)
     while had.shape[0] < d:
