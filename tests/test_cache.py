@@ -104,12 +104,18 @@ def test_manifest_records_where_a_result_came_from(tmp_path):
     assert meta["job"] == json.loads(json.dumps(job)) and meta["result"]["records"][0]["steps"] == 20
 
 
-def test_caption_names_commit_device_and_date_of_cached_paper_results(tmp_path, monkeypatch):
+def _cached_paper_profile(folder, monkeypatch) -> str:
+    """dana_fig4's whole paper profile in a cache at ``folder`` (made by this engine, on an H100); its name."""
     monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
     name = "dana_fig4"
-    cache = ResultCache(tmp_path)
+    cache = ResultCache(folder)
     for job in experiments.jobs(name, "paper"):
         cache.put(name, job, {"records": [{"accuracy": 1.0}]}, MANIFEST)
+    return name
+
+
+def test_caption_names_commit_device_and_date_of_cached_paper_results(tmp_path, monkeypatch):
+    name = _cached_paper_profile(tmp_path, monkeypatch)
     res = experiments.load_or_run(name, cache_dir=tmp_path)
     assert (res.profile, res.source) == ("paper", "cache")
     assert res.caption == "(paper profile, cached results: commit 0123abc, NVIDIA H100 80GB HBM3, 2026-11-20)"
@@ -118,8 +124,9 @@ def test_caption_names_commit_device_and_date_of_cached_paper_results(tmp_path, 
     assert res.records and res.records[0]["accuracy"] == 1.0
     # results from two commits, two GPUs and several days say so
     jobs = experiments.jobs(name, "paper")
-    cache.put(name, jobs[1], {"records": []}, {**MANIFEST, "git_commit": "fedcba98" * 5, "git_modified": True,
-                                               "device_name": "NVIDIA A100", "date": "2026-11-22T01:00:00+00:00"})
+    other = {**MANIFEST, "git_commit": "fedcba98" * 5, "git_modified": True, "device_name": "NVIDIA A100",
+             "date": "2026-11-22T01:00:00+00:00"}
+    ResultCache(tmp_path).put(name, jobs[1], {"records": []}, other)
     res = experiments.load_or_run(name, cache_dir=tmp_path)
     assert res.caption == ("(paper profile, cached results: commits 0123abc, fedcba9 with local changes, "
                            "NVIDIA H100 80GB HBM3, NVIDIA A100, 2026-11-20 to 2026-11-22)")
@@ -155,11 +162,7 @@ def test_changed_engine_version_refuses_the_old_entry_and_a_sweep_recomputes_it(
 
 
 def test_book_refuses_stale_paper_results_and_says_how_to_refresh(tmp_path, monkeypatch):
-    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
-    name = "dana_fig4"
-    cache = ResultCache(tmp_path)
-    for job in experiments.jobs(name, "paper"):
-        cache.put(name, job, {"records": [{"accuracy": 1.0}]}, MANIFEST)
+    name = _cached_paper_profile(tmp_path, monkeypatch)
     monkeypatch.setattr(sweep, "ENGINE_VERSION", ENGINE_VERSION + 1)
     assert experiments.cached(name, "paper", tmp_path) is None
     with pytest.raises(experiments.StaleResultsError,
@@ -171,11 +174,7 @@ def test_book_refuses_stale_paper_results_and_says_how_to_refresh(tmp_path, monk
 
 def test_paper_results_of_a_newer_engine_say_to_update_memcap_not_to_prune(tmp_path, monkeypatch):
     """Prune keeps a newer engine's results (another checkout's), so the hint must not suggest it."""
-    monkeypatch.delenv("MEMCAP_PROFILE", raising=False)
-    name = "dana_fig4"
-    cache = ResultCache(tmp_path)
-    for job in experiments.jobs(name, "paper"):
-        cache.put(name, job, {"records": [{"accuracy": 1.0}]}, MANIFEST)
+    name = _cached_paper_profile(tmp_path, monkeypatch)
     monkeypatch.setattr(sweep, "ENGINE_VERSION", ENGINE_VERSION - 1)   # this checkout is the older one
     with pytest.raises(experiments.StaleResultsError) as caught:
         experiments.load_or_run(name, cache_dir=tmp_path)
