@@ -672,9 +672,14 @@ def lookup_sequence_encoder(probs: torch.Tensor, targets: torch.Tensor,
         raise ValueError(f"targets must be ids in [0, N) = [0, {N})")
     W = real_tensor("unembedding", unembedding, device=probs.device)
     check_shape("unembedding", W, (N, None), "(N, d)")
-    W = W.to(probs.dtype)
-    if float((W.norm(dim=1) - 1).abs().max()) > 1e-9:
-        raise ValueError("unembedding rows W_j must have unit norm (Theorem 2 with ||W_j||^2 = 1)")
+    tol = max(1e-9, 16 * torch.finfo(W.dtype).eps)   # the rounding of the dtype W comes in (float32: 1.9e-6)
+    cast, W = W.dtype != probs.dtype, W.to(probs.dtype)
+    gap = float((W.norm(dim=1) - 1).abs().max())
+    if gap > tol:
+        raise ValueError(f"unembedding rows W_j must have unit norm (Theorem 2 with ||W_j||^2 = 1): a row's norm "
+                         f"misses 1 by {gap:.3g}, more than the tolerance {tol:.3g}")
+    if cast:   # renormalized in the exact dtype, like the probability rows of _probs
+        W = W / W.norm(dim=1, keepdim=True)
     if gram_deviation(W) >= 1:
         raise ValueError("unembedding must have Gram deviation < 1 (distinct directions) for lambda to exist")
     h = row_entropy(probs)

@@ -59,7 +59,7 @@ from __future__ import annotations
 from memcap.train import schedule, specs
 from memcap.train.capacity import CapacityResult, capacity_search
 from memcap.train.checkpoint import Checkpoint, checkpointing
-from memcap.train.config import TrainConfig
+from memcap.train.config import MAX_COUNT, TrainConfig
 from memcap.train.forward import aot_forward_stacked, mha_forward_stacked
 from memcap.train.inspection import trained_attention
 from memcap.train.loop import TrainResult, group_by_shape, train_models
@@ -74,7 +74,7 @@ SCHEDULES = schedule.SCHEDULES
 'constant' (see :func:`lr_factor`)."""
 
 __all__ = [
-    "MHASpec", "AoTSpec", "Spec", "spec_from_dict", "SCHEDULES", "TrainConfig", "lr_factor",
+    "MHASpec", "AoTSpec", "Spec", "spec_from_dict", "SCHEDULES", "MAX_COUNT", "TrainConfig", "lr_factor",
     "mha_forward_stacked", "aot_forward_stacked", "TrainResult", "group_by_shape", "train_models",
     "CapacityResult", "capacity_search", "trained_attention", "Checkpoint", "checkpointing",
 ]

@@ -68,8 +68,8 @@ class TrainConfig:
     warm-up (5 % of the steps, from 1 % of ``lr``, in Mahdavi et al.'s code). ``betas``, ``eps``: Adam's.
     ``early_stop``: freeze a classification model once it reaches 100 % training accuracy, checked on the
     full training set every ``eval_every`` steps. ``dtype``: 'float32' or 'float64'; ``device``: None
-    means :func:`memcap.device.pick_device`. Counts are at most :data:`MAX_COUNT`; NumPy numbers are kept as
-    Python numbers (the config goes into JSON job keys).
+    means :func:`memcap.device.pick_device`. Counts are at most ``memcap.train.MAX_COUNT`` (a billion); NumPy
+    numbers are kept as Python numbers (the config goes into JSON job keys).
     """
 
     steps: int = 1000
