@@ -425,6 +425,10 @@ def test_sizes_beyond_the_devices_memory_are_refused_naming_them_before_anything
     refused with a ValueError naming the sizes, never torch's "DefaultCPUAllocator: can't allocate memory"."""
     from memcap import data, lookup, models
     from memcap.construct import dana, mahdavi, mahdavi_limits
+    from memcap.real import data as real_data
+    from memcap.real.textmodels import BertConfig, GPTConfig
+    from memcap.real.transformer import Block, SelfAttention
+    from memcap.real.vit import ViTConfig
     from memcap.train import MHASpec, TrainConfig, capacity_search, train_models
 
     gen = torch.Generator().manual_seed(0)
@@ -451,6 +455,13 @@ def test_sizes_beyond_the_devices_memory_are_refused_naming_them_before_anything
         (lambda: dana.identity_hadamard_unembedding(2**20), "dim = 1048576"),
         (lambda: dana.circle_sequence_encoder(torch.tensor([0, 1]), 10**12, scale=1.0, dim=10**3),
          "vocab = 1000000000000, dim = 1000"),
+        (lambda: SelfAttention(10**6, 1), "dim = 1000000"),
+        (lambda: Block(10**5, 1, mlp_ratio=10**3), "dim = 100000, mlp_ratio = 1000"),
+        (lambda: ViTConfig(dim=2**16, depth=100), "dim = 65536, heads = 4, depth = 100"),
+        (lambda: GPTConfig(vocab=10**12), "vocab = 1000000000000, context = 64, dim = 64"),
+        (lambda: BertConfig(10**12, 64, 4, 2, 256), "vocab_size = 1000000000000, hidden_size = 64"),
+        (lambda: real_data.sentence_pairs(torch.arange(100), 20, 10**12, cls_id=0, sep_id=1),
+         "count = 1000000000000, length = 20"),
     ]
     for call, sizes in calls:
         with pytest.raises(ValueError, match=f"{sizes}.* bytes .*more than the .* that cpu can hold"):

@@ -22,7 +22,7 @@ import importlib.util
 import torch
 
 from memcap import _resolve
-from memcap._checks import check_shape, id_tensor, ids_in_range, nonnegative_int, positive_int
+from memcap._checks import check_allocation, check_shape, id_tensor, ids_in_range, nonnegative_int, positive_int
 
 __all__ = ["DIGITS_SIDE", "DIGITS_LEVELS", "digits_available", "load_digits", "english_text", "byte_tokens",
            "text_windows", "sentence_pairs"]
@@ -124,6 +124,7 @@ def sentence_pairs(tokens: torch.Tensor, length: int, count: int, *, cls_id: int
     if tokens.numel() < 2 * length:
         raise ValueError(f"tokens must hold L >= 2 * length = {2 * length} tokens, got L = {tokens.numel()}")
     body, dev = length - 2, tokens.device
+    check_allocation("the ids and segment types", 2 * count * length, dev, count=count, length=length)
     ids = torch.empty(count, length, dtype=torch.int64, device=dev)
     types = torch.zeros(count, length, dtype=torch.int64, device=dev)
     cls, sep = torch.tensor([cls_id], device=dev), torch.tensor([sep_id], device=dev)

@@ -35,6 +35,7 @@ from torch import nn
 
 from memcap import _resolve
 from memcap._checks import (
+    check_allocation,
     check_finite,
     check_shape,
     check_tensor,
@@ -84,7 +85,8 @@ class GPTConfig:
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        _check_config(self, ("vocab", "context", "dim", "heads", "depth", "mlp_ratio"))
+        _check_config(self, ("vocab", "context", "dim", "heads", "depth", "mlp_ratio"),
+                      embedded=self.vocab + self.context + 2)   # tokens (tied head), positions, LayerNorm
 
 
 class TinyGPT(nn.Module):
@@ -174,6 +176,13 @@ class BertConfig:
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"num_attention_heads must divide hidden_size, got {self.num_attention_heads} "
                              f"and {self.hidden_size}")
+        h, i = self.hidden_size, self.intermediate_size
+        per_layer = 4 * h * h + 2 * h * i + i + 9 * h   # attention, MLP, two LayerNorms
+        embedded = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * h
+        check_allocation("the encoder's weights", self.num_hidden_layers * per_layer + embedded, "cpu",
+                         vocab_size=self.vocab_size, hidden_size=h, intermediate_size=i,
+                         num_hidden_layers=self.num_hidden_layers,
+                         max_position_embeddings=self.max_position_embeddings)
 
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":

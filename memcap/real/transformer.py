@@ -23,6 +23,7 @@ from torch import nn
 
 from memcap import _resolve
 from memcap._checks import (
+    check_allocation,
     check_bool,
     check_shape,
     module_input,
@@ -43,13 +44,24 @@ def _sizes(dim: object, heads: object) -> tuple[int, int]:
     return dim, heads
 
 
-def _check_config(config: Any, sizes: tuple[str, ...]) -> None:
+def _check_config(config: Any, sizes: tuple[str, ...], embedded: int = 0) -> None:
     """A model config's fields ``sizes`` are positive integers (``dim`` and ``heads`` among them, with
-    ``heads`` dividing ``dim``) and its ``init_std`` is a positive real; anything else raises naming the field."""
+    ``heads`` dividing ``dim``) and its ``init_std`` is a positive real; anything else raises naming the field.
+    The model's weights (its ``depth`` blocks and ``embedded`` more rows of ``dim`` numbers: embeddings,
+    positions, head) must fit in the CPU's memory, where models are built; else a ``ValueError`` names
+    ``sizes``."""
     for name in sizes:
         positive_int(name, getattr(config, name))
     positive_real("init_std", config.init_std)
     _sizes(config.dim, config.heads)
+    numbers = config.depth * _block_numbers(config.dim, config.mlp_ratio) + embedded * config.dim
+    check_allocation("the model's weights", numbers, "cpu", **{name: getattr(config, name) for name in sizes})
+
+
+def _block_numbers(dim: int, mlp_ratio: int) -> int:
+    """The weights of one :class:`Block` (attention ``4 d^2 + 4 d``, MLP ``2 r d^2 + r d + d``, two
+    LayerNorms ``4 d``): ``(4 + 2 r) d^2 + (9 + r) d`` for ``d = dim``, ``r = mlp_ratio``."""
+    return (4 + 2 * mlp_ratio) * dim * dim + (9 + mlp_ratio) * dim
 
 
 def _layer_count(value: object, built: int, what: str) -> int:
@@ -73,6 +85,7 @@ class SelfAttention(nn.Module):
     def __init__(self, dim: int, heads: int, *, causal: bool = False) -> None:
         super().__init__()
         dim, heads = _sizes(dim, heads)
+        check_allocation("the attention's weights", 4 * dim * dim, "cpu", dim=dim)
         self.dim, self.heads, self.causal = dim, heads, check_bool("causal", causal)
         self.qkv = nn.Linear(dim, 3 * dim)  # W_Q, W_K, W_V of all heads side by side
         self.proj = nn.Linear(dim, dim)     # W_O
@@ -95,6 +108,7 @@ class Block(nn.Module):
         super().__init__()
         dim, heads = _sizes(dim, heads)
         mlp_ratio = positive_int("mlp_ratio", mlp_ratio)
+        check_allocation("the block's weights", _block_numbers(dim, mlp_ratio), "cpu", dim=dim, mlp_ratio=mlp_ratio)
         self.dim = dim
         self.ln1 = nn.LayerNorm(dim)
         self.attn = SelfAttention(dim, heads, causal=causal)

@@ -51,10 +51,14 @@ class ViTConfig:
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        _check_config(self, ("image_size", "patch", "channels", "dim", "heads", "depth", "mlp_ratio", "classes"))
+        sizes = ("image_size", "patch", "channels", "dim", "heads", "depth", "mlp_ratio", "classes")
+        for name in sizes:
+            positive_int(name, getattr(self, name))
         if self.image_size % self.patch:
             raise ValueError(f"patch must divide image_size, got patch = {self.patch}, "
                              f"image_size = {self.image_size}")
+        # patch embedding, [CLS], positions, final LayerNorm and head: rows of dim numbers
+        _check_config(self, sizes, embedded=self.patch_dim + 1 + 1 + self.tokens + 2 + self.classes)
 
     @property
     def patches(self) -> int:
