@@ -137,6 +137,29 @@ _MEASURE = r"""() => {
     }
   }
 
+  // punctuation set apart from its formula: a line that starts with the "." or "," after inline math, or
+  // ends with the "(" before it (browsers may break on either side of MathJax's box where the text has no
+  // space; memcap.textbook.site groups them). Formulas wider than their column are left out.
+  const stranded = [];
+  for (const eq of art.querySelectorAll('mjx-container:not([display="true"])')) {
+    if (stranded.length >= 5) break;
+    const host = eq.parentElement && eq.parentElement.matches('span.math') ? eq.parentElement : eq;
+    const r = eq.getBoundingClientRect();
+    if (r.width === 0 || (host.parentElement.style.whiteSpace === 'normal')) continue;
+    for (const [node, at] of [[host.nextSibling, 0], [host.previousSibling, -1]]) {
+      if (!node || node.nodeType !== Node.TEXT_NODE || !node.data.length) continue;
+      const k = at === 0 ? 0 : node.data.length - 1;
+      if (/\s/.test(node.data[k])) continue;
+      const range = document.createRange();
+      range.setStart(node, k);
+      range.setEnd(node, k + 1);
+      const c = range.getBoundingClientRect();
+      if (c.width > 0 && (c.top >= r.bottom - 1 || c.bottom <= r.top + 1)) {
+        stranded.push(short((at === 0 ? '' : node.data[k]) + eq.textContent + (at === 0 ? node.data[k] : '')));
+      }
+    }
+  }
+
   // ids
   const counts = {};
   document.querySelectorAll('[id]').forEach(e => { counts[e.id] = (counts[e.id] || 0) + 1; });
@@ -151,7 +174,7 @@ _MEASURE = r"""() => {
   const loud = [...art.querySelectorAll('span.pasted-text')].filter(e =>
       Number(getComputedStyle(e).fontWeight) > Number(getComputedStyle(e.parentElement).fontWeight))
       .map(e => short(e.textContent)).slice(0, 3);
-  return {raw, overflow, shrunk, hidden, loud, broken, images, duplicates, titles, links,
+  return {raw, overflow, shrunk, hidden, loud, broken, stranded, images, duplicates, titles, links,
           hasMath: !!art.querySelector('span.math, div.math'),
           typeset: art.querySelectorAll('mjx-container').length,
           figureAsText: art.innerText.includes('<Figure size'),
@@ -248,6 +271,9 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
         if m["broken"]:
             problems.append(f"table cells break numbers over two lines (join them with no-break spaces, "
                             f"memcap.experiments.grid_tables.number and span): {m['broken']}")
+        if m["stranded"]:
+            problems.append(f"punctuation wraps apart from its formula (a line starts with the '.' after inline "
+                            f"math or ends with the '(' before it): {m['stranded']}")
         for box, cut, text in m["hidden"]:
             problems.append(f"math cut off by a box that hides overflow ({box}, {cut} px lost): {text!r}")
         if m["pageWidth"] > m["viewport"] + 1:

@@ -166,6 +166,27 @@ def test_a_number_broken_over_two_lines_in_a_table_cell_is_found(browser):
         page.close()
 
 
+def test_punctuation_wrapped_apart_from_its_formula_is_found(browser):
+    """The check behind "punctuation wraps apart from its formula": in columns 100 to 200 px wide, a
+    formula box (display inline-block, as MathJax draws inline math) followed by "." and preceded by "("
+    leaves one of them alone on a line at some width; grouped in a span.memcap-nowrap (as
+    memcap.textbook.site groups them, with memcap.css), never."""
+    formula = '<span class="math"><mjx-container style="display: inline-block; width: 40px">x</mjx-container></span>'
+    found = {}
+    page = browser.new_page(viewport={"width": pagecheck.DESKTOP, "height": 600})
+    try:
+        for grouped in (False, True):
+            glued = f'({formula}).' if not grouped else f'<span class="memcap-nowrap">({formula}).</span>'
+            page.set_content('<style>span.memcap-nowrap { white-space: nowrap; }</style>'
+                             '<article class="bd-article" style="font: 16px serif">'
+                             + "".join(f'<p style="width: {w}px">aaaa bbbb cccc {glued} next</p>'
+                                       for w in range(100, 200, 2)) + "</article>")
+            found[grouped] = page.evaluate(pagecheck._MEASURE)
+    finally:
+        page.close()
+    assert found[False]["stranded"] and found[True]["stranded"] == [], found
+
+
 def test_a_figure_wider_than_the_column_is_found(browser):
     """The check behind "figure wider than the screen": at phone width, a figure kept wider than the column
     (scrolling sideways in its box, or spilling over the column) is reported; one that fits, as the phone

@@ -34,6 +34,12 @@
       var style = getComputedStyle(block);
       var room = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
       var need = eq.getBoundingClientRect().width;
+      // the formula with the punctuation glued to it (memcap.textbook.site) stays on one line if it fits
+      var glued = eq.closest(".memcap-nowrap");
+      if (glued) {
+        glued.style.whiteSpace = "";
+        if (room > 0 && glued.getBoundingClientRect().width > room + 1) { glued.style.whiteSpace = "normal"; }
+      }
       if (room > 0 && need > room + 1) {
         eq.style.fontSize = (100 * Math.max(0.7, (room - 2) / need)).toFixed(1) + "%";
         eq.classList.add("memcap-scroll");

@@ -23,6 +23,7 @@ thing the default Jupyter Book 1.x stack gets wrong for this book:
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -178,6 +179,45 @@ class _ImageAltText(SphinxPostTransform):
             image["alt"] = (text[:297] + "...") if len(text) > 300 else (text or "Figure drawn by the code above")
 
 
+class _MathKeepsItsPunctuation(SphinxPostTransform):
+    """Inline math and the characters glued to it (no space between: the full stop or comma after it, the
+    bracket before it, "-dimensional") go into one ``<span class="memcap-nowrap">``, so that a line never
+    starts with a lone "." or ends with a lone "(": browsers may break on either side of MathJax's
+    formula box (an atomic inline) even where the text has no space. ``memcap.css`` keeps the span on one
+    line; ``memcap.js`` lets it wrap again around a formula wider than its column."""
+
+    default_priority = 400
+
+    def run(self, **kwargs: Any) -> None:
+        for math in list(self.document.findall(nodes.math)):
+            parent = math.parent
+            if parent is None or isinstance(parent, nodes.inline) and "memcap-nowrap" in parent["classes"]:
+                continue
+            index = parent.index(math)
+            before, after = _glued(parent, index - 1, at_end=True), _glued(parent, index + 1, at_end=False)
+            if not before and not after:
+                continue
+            box = nodes.inline(classes=["memcap-nowrap"])
+            start, end = (index - 1 if before else index), (index + 2 if after else index + 1)
+            del parent[start:end]   # by position: Text nodes compare as strings, so remove() may pick a twin
+            box += ([nodes.Text(before[1])] if before else []) + [math] + ([nodes.Text(after[0])] if after else [])
+            around = ([nodes.Text(before[0])] if before and before[0] else []) + [box]
+            parent.insert(start, around + ([nodes.Text(after[1])] if after and after[1] else []))
+
+
+def _glued(parent: nodes.Element, index: int, *, at_end: bool) -> tuple[str, str] | None:
+    """The text sibling ``parent[index]`` split as (rest, glued) when ``at_end`` (glued: the non-space
+    characters it ends with) or as (glued, rest) otherwise (those it starts with); None when it is not
+    text or has no such characters."""
+    if not 0 <= index < len(parent.children) or not isinstance(parent[index], nodes.Text):
+        return None
+    text = str(parent[index])
+    found = re.search(r"\S+$", text) if at_end else re.match(r"\S+", text)
+    if found is None:
+        return None
+    return (text[:found.start()], found.group()) if at_end else (found.group(), text[found.end():])
+
+
 class _UniqueBoxIds(SphinxPostTransform):
     """sphinx-proof and sphinx-exercise give every box's body the same id: derive one from the box."""
 
@@ -292,6 +332,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-updated", _status_needs_update)
     app.add_post_transform(_ImageAltText)
     app.add_post_transform(_UniqueBoxIds)
+    app.add_post_transform(_MathKeepsItsPunctuation)
     app.add_post_transform(_FillBuildStatus)
     app.add_node(build_status)
     app.add_directive("memcap-build-status", BuildStatusDirective)
