@@ -369,11 +369,11 @@ def _cache(args: argparse.Namespace) -> int:
                   f"checkpoints) from {cache.root}")
         print(f"results cache {cache.root}")
     rows, disk = cache_status(root, names)
-    print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'corrupt':>8s} "
-          f"{'missing':>8s}  provenance of the current entries")
+    print(f"{'experiment':15s} {'profile':7s} {'jobs':>5s} {'current':>8s} {'stale':>6s} {'newer':>6s} "
+          f"{'corrupt':>8s} {'missing':>8s}  provenance of the current entries")
     for r in rows:
-        print(f"{r.name:15s} {r.profile:7s} {r.jobs:5d} {r.current:8d} {r.stale:6d} {r.corrupt:8d} {r.missing:8d}  "
-              f"{r.provenance or '-'}")
+        print(f"{r.name:15s} {r.profile:7s} {r.jobs:5d} {r.current:8d} {r.stale:6d} {r.newer:6d} {r.corrupt:8d} "
+              f"{r.missing:8d}  {r.provenance or '-'}")
     labels = {"newer": f"newer (engine > {ENGINE_VERSION})", "foreign": "not memcap's"}
     for name, counts in disk.items():
         print(f"{name}: files on disk: " + ", ".join(f"{n} {labels.get(status, status)}"
@@ -384,7 +384,7 @@ def _cache(args: argparse.Namespace) -> int:
               f"`{args.prog} cache --prune{' --cache ' + args.cache if args.cache else ''}`")
     if "newer" in found:
         print(f"newer files were made by a newer engine than this memcap's (version {ENGINE_VERSION}): this memcap "
-              "cannot use them (a job that has only those counts as stale above) and --prune keeps them")
+              "cannot use them (a job that has only those counts as newer above) and --prune keeps them")
     if "foreign" in found:
         print("files not memcap's (not named as memcap names its files) are left alone, by --prune too")
     return 0

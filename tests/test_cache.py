@@ -311,7 +311,8 @@ def test_cache_status_counts_per_experiment_and_profile(tmp_path, monkeypatch):
     rows, disk = experiments.cache_status(tmp_path, names=(name,))
     paper = next(r for r in rows if r.profile == "paper")
     quick = next(r for r in rows if r.profile == "quick")
-    assert (paper.jobs, paper.current, paper.stale, paper.missing, paper.complete) == (2, 1, 1, 0, False)
+    assert (paper.jobs, paper.current, paper.stale, paper.newer, paper.missing, paper.complete) == (2, 1, 0, 1, 0,
+                                                                                                      False)
     assert (quick.jobs, quick.current, quick.missing) == (1, 0, 1)
     assert paper.provenance == "commit 0123abc, NVIDIA H100 80GB HBM3, 2026-11-20"
     assert disk == {name: {"current": 1, "newer": 1, "unused": 1}}     # engine + 5: another checkout's, kept

@@ -306,9 +306,10 @@ def test_cache_command_reports_and_prunes(tmp_path, monkeypatch, capsys):
     newer = cache.put("dana_fig4", jobs[2], {"v": 1}, {**manifest, "engine_version": ENGINE_VERSION + 1})
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert ("dana_fig4       paper       3        1      2        0        0  commit abcdef1, NVIDIA H100, "
-            "2026-11-20") in out
-    assert "dana_fig4       quick       1        1      0        0        0  commit abcdef1" in out
+    assert ("dana_fig4       paper       3        1      1      1        0        0  commit abcdef1, NVIDIA H100, "
+            "2026-11-20") in out                                  # the newer engine's job is not called stale
+    assert "dana_fig4       quick       1        1      0      0        0        0  commit abcdef1" in out
+    assert "(a job that has only those counts as newer above)" in out
     assert f"dana_fig4: files on disk: 1 current, 1 newer (engine > {ENGINE_VERSION}), 1 stale" in out
     assert "--prune" in out and "--prune keeps them" in out
     assert main(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"]) == 0

@@ -252,7 +252,8 @@ class ProfileStatus:
     profile: str
     jobs: int
     current: int
-    stale: int
+    stale: int       # jobs this engine must recompute: their entry was made by an older engine or is unusable
+    newer: int       # jobs whose entry only a newer memcap can use (another checkout's; kept by ``cache --prune``)
     corrupt: int
     missing: int
     provenance: str
@@ -282,6 +283,8 @@ def cache_status(cache_dir: Any = None, names: tuple[str, ...] = EXPERIMENTS
             entries = [cache.lookup(name, job, arrays=False) for job in job_list]
             keys.update(cache.path(name, job).parent for job in job_list)
             counts = {s: sum(e.status == s for e in entries) for s in ("current", "stale", "corrupt", "missing")}
+            counts["newer"] = sum(e.status == "stale" and _by_newer_engine(e) for e in entries)
+            counts["stale"] -= counts["newer"]
             current = tuple(e.manifest for e in entries if e.status == "current")
             note = ExperimentResults(name=name, label=module.LABEL, profile=profile, source="cache", jobs=(),
                                      results=(), manifests=current).provenance_note
