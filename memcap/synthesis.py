@@ -134,7 +134,8 @@ def aot_from_mha(params: MHAParams, token_embedding: torch.Tensor, positional_em
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """One hypothesis of a theorem on one instance: its ``name``, whether it ``holds``, and ``why`` not."""
+    """One hypothesis of a theorem on one instance: its ``name``, whether it ``holds``, and ``why`` not (a few
+    words, formulas between ``$`` signs as in the book's Markdown, e.g. ``"$n = 8 \\ge d = 4$"``)."""
 
     name: str
     holds: bool
@@ -173,11 +174,11 @@ def mahdavi_hypotheses(contexts: torch.Tensor, queries: torch.Tensor) -> list[Hy
     T = contexts.shape[0] if contexts.ndim == 3 else None
     check_shape("queries", queries, (T, contexts.shape[-1]), "(T, d)")
     n, d = contexts.shape[-2:]
-    out = [Hypothesis("n < d", n < d, "" if n < d else f"n = {n} >= d = {d}")]
+    out = [Hypothesis("n < d", n < d, "" if n < d else f"$n = {n} \\ge d = {d}$")]
     pair = _coinciding(queries.to(DTYPE))
     if pair is not None:
         out.append(Hypothesis("Assumption 1", False, f"queries {pair[0]} and {pair[1]} coincide, so the "
-                              f"Kruskal rank is 1 < n = {n}"))
+                              f"Kruskal rank is $1 < n = {n}$"))
     else:
         try:
             linalg.check_assumption_1(queries.to(DTYPE), n)
@@ -195,8 +196,9 @@ def mahdavi_hypotheses(contexts: torch.Tensor, queries: torch.Tensor) -> list[Hy
 @dataclass(frozen=True)
 class Bound:
     """A theorem's count on one setting: ``value`` (the formula), whether it ``applies`` there, ``why`` not
-    (the failing hypothesis, in a few words), and ``guarantee``: what the theorem does guarantee on that
-    data (``value`` when it applies, otherwise the fallback the paper gives, e.g. Remark 1, or 0)."""
+    (the failing hypothesis, in a few words, formulas between ``$`` signs), and ``guarantee``: what the
+    theorem does guarantee on that data (``value`` when it applies, otherwise the fallback the paper gives,
+    e.g. Remark 1, or 0)."""
 
     theorem: str
     value: int
@@ -251,12 +253,12 @@ def dana_bound(heads: int, head_dim: int, dim: int, tokens: torch.Tensor | None 
     if not token_sequences:
         n = positive_int("context_size", context_size)
         cap = bounds.mha_shared_rank_bound(H, n)
-        return Bound(name, value, False, f"a shared context of n = {n} real tokens: no embedding to choose, "
-                     f"and rank(Z) <= H(n-1)+1 = {cap} (Prop. 2)", 0)
+        return Bound(name, value, False, f"a shared context of $n = {n}$ real tokens: no embedding to choose, "
+                     f"and $\\operatorname{{rank}}(Z) \\le H(n-1)+1 = {cap}$ (Prop. 2)", 0)
     if d_h > d:
-        return Bound(name, value, False, f"d_h = {d_h} > d = {d}", 0)
+        return Bound(name, value, False, f"$d_h = {d_h} > d = {d}$", 0)
     if tokens is not None and tokens.shape[1] < 2:
-        return Bound(name, value, False, "S = 1: attention over one token is constant", 0)
+        return Bound(name, value, False, "$S = 1$: attention over one token is constant", 0)
     return Bound(name, value, True, "", value)
 
 
