@@ -34,15 +34,18 @@
       var style = getComputedStyle(block);
       var room = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
       var need = eq.getBoundingClientRect().width;
-      // the formula with the punctuation glued to it (memcap.textbook.site) stays on one line if it fits
-      var glued = eq.closest(".memcap-nowrap");
+      // the punctuation glued to the formula (memcap.textbook.site) stays on its line: the formula is shrunk
+      // to leave room for it, and only where that is not enough may the group wrap
+      var glued = eq.closest(".memcap-nowrap"), extra = 0;
       if (glued) {
         glued.style.whiteSpace = "";
-        if (room > 0 && glued.getBoundingClientRect().width > room + 1) { glued.style.whiteSpace = "normal"; }
+        extra = Math.max(0, glued.getBoundingClientRect().width - need);
       }
-      if (room > 0 && need > room + 1) {
-        eq.style.fontSize = (100 * Math.max(0.7, (room - 2) / need)).toFixed(1) + "%";
+      if (room > 0 && need + extra > room + 1) {
+        var scale = Math.max(0.7, (room - extra - 2) / need);
+        eq.style.fontSize = (100 * scale).toFixed(1) + "%";
         eq.classList.add("memcap-scroll");
+        if (glued && glued.getBoundingClientRect().width > room + 1) { glued.style.whiteSpace = "normal"; }
       }
     });
   }
