@@ -644,7 +644,9 @@ class AssumptionReport:
     ``assumption_1`` / ``assumption_3``: random n-subsets of the queries / of the shifted queries
     :math:`e^{(t)} + \\frac1n\\sum_i e_i^{(t)}`; ``kruskal``: the bisection of :func:`kruskal_search` on
     the queries, which also decides general position (Kruskal rank ``min(T, d)``) by the same rule;
-    ``query_rank``: the rank of all T queries together (NumPy's rule for the ``(T, d)`` matrix).
+    ``query_rank``: the rank of all T queries together, singular values counted above ``d * eps(dtype)`` times
+    the largest (the rule of a ``d x d`` matrix, as for the subsets; NumPy's rule for the ``(T, d)`` matrix,
+    ``max(T, d) * eps``, grows with T and drops small but real directions of a tall matrix), or above ``tol``.
     """
 
     examples: int
@@ -711,4 +713,5 @@ def assumption_report(contexts: object, queries: object, *, subsets: int, genera
         assumption_3=(subset_test(q + e.to(q.dtype).mean(dim=1), n, subsets=subsets, generator=generator, tol=tol)
                       if shifted else None),  # e~(t) = e(t) + (1/n) sum_i e_i(t)
         kruskal=kruskal_search(q, subsets=kruskal_subsets, generator=generator, threshold=threshold, tol=tol),
-        query_rank=rank(q, tol=tol), threshold=threshold)
+        query_rank=rank(q, tol=tol, rtol=None if tol is not None else d * torch.finfo(q.dtype).eps),
+        threshold=threshold)

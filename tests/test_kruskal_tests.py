@@ -139,3 +139,18 @@ def test_assumption_report_takes_arrays_and_names_its_options() -> None:
         linalg.assumption_report(contexts, contexts[:, 0], subsets=50, shifted=1)
     with pytest.raises(TypeError, match="sizes must be an iterable"):
         linalg.kruskal_curve(contexts[:, 0], 3, subsets=10)
+
+
+def test_the_rank_of_many_queries_keeps_a_small_real_direction() -> None:
+    """2,000 float32 queries in d = 8 whose eighth singular value is 1e-4 of the first: real (far above
+    float32 rounding, and above the d * eps rule of the subsets), but below NumPy's max(T, d) * eps = 2.4e-4
+    for the tall matrix. The report counts it."""
+    g = gen(13)
+    basis, _ = torch.linalg.qr(torch.randn(2000, 8, generator=g, dtype=torch.float64))
+    scales = torch.tensor([1.0, 0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 1e-4], dtype=torch.float64)
+    rotation, _ = torch.linalg.qr(torch.randn(8, 8, generator=g, dtype=torch.float64))
+    queries = (basis * scales @ rotation).float()                     # (T, d), singular values = scales
+    contexts = queries[:, None, :].repeat(1, 2, 1) + torch.randn(2000, 2, 8, generator=g)
+    assert linalg.rank(queries) == 7                                  # NumPy's rule for the (T, d) matrix
+    report = linalg.assumption_report(contexts, queries, subsets=20, generator=gen(14))
+    assert report.query_rank == 8

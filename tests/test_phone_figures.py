@@ -138,6 +138,28 @@ def test_stacking_keeps_colour_bars_and_shows_shared_tick_labels():
     plt.close(fig)
 
 
+def test_stacked_panels_say_where_they_sat_so_that_captions_still_point_at_them():
+    """A caption says "Left: ..." or "top right"; on a phone the panels are stacked, so each says where it
+    was on the desktop. Panels of one column keep their titles: stacking does not move them."""
+    from memcap import plotting
+
+    titles = {}
+    for rows, cols in ((1, 2), (2, 2), (1, 3), (2, 1)):
+        fig, axes = (plotting.figure(nrows=rows, ncols=cols) if cols <= plotting.MAX_COLUMNS
+                     else plt.subplots(rows, cols, layout="constrained"))
+        for k, ax in enumerate(list(getattr(axes, "flat", [axes]))):
+            ax.plot([0, 1], [0, k])
+            if k == 0:
+                ax.set_title("accuracy")
+        stack_for_phone(fig)
+        titles[rows, cols] = [ax.get_title() for ax in fig.axes]
+        plt.close(fig)
+    assert titles[1, 2] == ["Left: accuracy", "Right"]
+    assert titles[2, 2] == ["Top left: accuracy", "Top right", "Bottom left", "Bottom right"]
+    assert titles[1, 3] == ["Left: accuracy", "Middle", "Right"]
+    assert titles[2, 1] == ["accuracy", ""]
+
+
 def test_a_legend_too_wide_for_a_phone_gets_fewer_columns_and_broken_lines():
     fig = _below()
     legend = fig.legends[0]

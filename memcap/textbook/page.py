@@ -342,6 +342,8 @@ def stack_for_phone(fig, *, width: float = PHONE_WIDTH):
     desk_w = sorted(b.width * old_w for b in boxes)[len(boxes) // 2]
     target = min(max(desk_h * min(max((width - 0.9) / desk_w, 0.75), 1.0), _PANEL_HEIGHT[0]), _PANEL_HEIGHT[1])
 
+    if len(grids) == 1:
+        _name_places(shown)
     grid = GridSpec(len(shown), 1, figure=fig)
     for row, axes in enumerate(shown):
         for ax in axes:
@@ -380,6 +382,32 @@ def stack_for_phone(fig, *, width: float = PHONE_WIDTH):
         height = max(height + n * (target - have), n * target)
         fig.set_size_inches(width, height)
     return fig
+
+
+_COLUMN_WORDS = {2: ("left", "right"), 3: ("left", "middle", "right")}
+_ROW_WORDS = {2: ("top", "bottom"), 3: ("top", "middle", "bottom")}
+
+
+def _name_places(shown: list[list]) -> None:
+    """Captions point at panels by where they sit on the desktop ("Left:", "top right"); stacked in one
+    column, each panel of a grid with several columns says so in its title ("Left: ..." or "Left")."""
+    rows, cols = shown[0][0].get_subplotspec().get_gridspec().get_geometry()
+    if cols < 2:
+        return   # one column already: stacking keeps every panel where the caption says
+    for axes in shown:
+        spec = axes[0].get_subplotspec()
+        place = " ".join(word for word in (_place(spec.rowspan, rows, _ROW_WORDS, "row"),
+                                           _place(spec.colspan, cols, _COLUMN_WORDS, "column")) if word)
+        if place:
+            title = axes[0].get_title()
+            axes[0].set_title(f"{place.capitalize()}: {title}" if title else place.capitalize())
+
+
+def _place(span: range, total: int, words: dict[int, tuple[str, ...]], name: str) -> str:
+    """The word for the row (or column) ``span`` of a grid of ``total`` rows: '' when it spans them all."""
+    if len(span) == total:
+        return ""
+    return words[total][span.start] if total in words else f"{name} {span.start + 1}"
 
 
 def _legend_under_panel(ax, panel_px: float, limit: float, renderer) -> None:
