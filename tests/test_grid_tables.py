@@ -58,6 +58,9 @@ def test_dana_long_sweeps_are_shortened():
     assert row[1] == "$N = 32$, $d = 8$"
     assert row[2] == r"$H \in \{1, 2, \dots, 10\}$"       # a one-value list is not a sweep
     assert row[3:] == [r"$12\,000$", "full", "0.003", 2]
+    uneven = {**grid, "heads": [1, 2, 3, 4, 5, 6, 8, 10]}           # the dots would claim 7 and 9
+    row = grid_tables.dana_profiles([SimpleNamespace(LABEL="aot-fig-1a", PAPER=uneven, QUICK=uneven)]).rows[0]
+    assert row[2] == r"$H \in \{1, 2, 3, 4, 5, 6, 8, 10\}$"
 
 
 def test_bad_figures_are_refused():

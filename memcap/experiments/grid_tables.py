@@ -80,8 +80,10 @@ def mahdavi_profiles(figures: Sequence[ModuleType]) -> GridTable:
 
 
 def _values(v: list) -> str:
-    """All values of a short list, else the first two, dots and the last."""
-    shown = v if len(v) <= 6 else [v[0], v[1], "\\dots", v[-1]]
+    """All values of a short list or of one without a constant step; the first two, dots and the last of a
+    long evenly spaced one (the dots stand for exactly the values the step gives)."""
+    even = len({b - a for a, b in zip(v, v[1:])}) == 1
+    shown = v if len(v) <= 6 or not even else [v[0], v[1], "\\dots", v[-1]]
     return ", ".join(str(x) for x in shown)
 
 

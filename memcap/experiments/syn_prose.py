@@ -365,9 +365,9 @@ def steeper_clause(shared_slope: float, separate_slope: float) -> str:
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"the slopes must be finite, got {a} and {b}")
     if a > b:
-        return ("and it gains more per unit of $d_h$: a curve that starts low and steepens is what a quadratic "
-                "fit to accuracies picks up")
-    return "and it does not gain more per unit of $d_h$"
+        return ("and its fitted power of $d_h$ is the larger, which a curve that starts low gets even where it "
+                "does not gain more at every step")
+    return "and its fitted power of $d_h$ is not the larger"
 
 
 def cost_clause(steps: Sequence[Sequence[float]]) -> str:
@@ -381,7 +381,7 @@ def cost_clause(steps: Sequence[Sequence[float]]) -> str:
                 "memorized example rise with $d_h$")
     if all(x < 0 for r in rows for x in r):
         return "wider heads pay for themselves at this size: the parameters per memorized example fall with $d_h$"
-    return "the parameters per memorized example do not rise with $d_h$ throughout"
+    return "the parameters per memorized example rise with $d_h$ at some steps and fall at others"
 
 
 def quadratic_verdict(slopes: Sequence[float]) -> str:
