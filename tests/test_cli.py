@@ -383,7 +383,7 @@ def test_cache_says_when_its_folder_does_not_exist(tmp_path, monkeypatch, capsys
     assert out.splitlines()[0] == (f"results cache {absent} does not exist yet: no sweep has stored a result"
                                    f"{' (nothing to prune)' if prune else ''}; `python -m memcap sweep EXPERIMENT` "
                                    "makes it")
-    assert "dana_fig4       paper       2        0      0        0        2  -" in out and not absent.exists()
+    assert "dana_fig4       paper       2        0      0      0        0        2  -" in out and not absent.exists()
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000, "engine version as a string"])
@@ -402,7 +402,7 @@ def test_cache_counts_an_unreadable_entry_as_corrupt_everywhere(tmp_path, monkey
         path.write_text(path.read_text().replace(f'"engine_version": {ENGINE_VERSION}',
                                                  f'"engine_version": "{ENGINE_VERSION}"'))
     code, out, _ = _answer(["cache", "dana_fig4", "--cache", str(tmp_path)], capsys)
-    assert code == 0 and "dana_fig4       paper       1        0      0        1        0  -" in out
+    assert code == 0 and "dana_fig4       paper       1        0      0      0        1        0  -" in out
     assert "dana_fig4: files on disk: 1 corrupt" in out
     code, out, _ = _answer(["cache", "dana_fig4", "--cache", str(tmp_path), "--prune"], capsys)
     assert code == 0 and "pruned 1 file" in out and not path.exists()
