@@ -307,3 +307,20 @@ def test_a_whole_profile_where_its_part_is_expected_is_refused() -> None:
         ra.reports(ra.Layers(), [])
     with pytest.raises(ValueError, match="tests must be the 'tests' part of a profile, got a whole profile"):
         ra.figure1(ra.Layers(), profile)
+
+
+def test_a_kruskal_cell_says_when_a_dependent_subset_proves_the_estimate_too_high() -> None:
+    """The 99 % rule's estimate and the bound proved by a dependent subset drawn: "5 (≤ 6)" when they agree,
+    "6, but ≤ 5" when the bound shows the estimate too high (Table 12.1 has such cells)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from memcap import linalg
+
+    g = torch.Generator().manual_seed(0)
+    report = linalg.assumption_report(torch.randn(40, 2, 6, generator=g, dtype=torch.float64),
+                                      torch.randn(40, 6, generator=g, dtype=torch.float64), subsets=50)
+    high = replace(report, kruskal=SimpleNamespace(estimate=6, upper_bound=5))
+    assert ra.cells(high)["kruskal"] == "6, but ≤ 5"
+    fine = replace(report, kruskal=SimpleNamespace(estimate=5, upper_bound=6))
+    assert ra.cells(fine)["kruskal"] == "5 (≤ 6)"
