@@ -12,6 +12,8 @@ thing the default Jupyter Book 1.x stack gets wrong for this book:
   unrelated Binder repository and loads a script from a CDN when clicked);
 - a favicon (browsers ask for one on every page: without it every page logs a 404);
 - images get their figure's caption as alt text instead of their file path;
+- inline math keeps the punctuation glued to it on its line (a browser may otherwise start a line with the
+  "." after a formula);
 - every figure is shown on a phone as its narrow, stacked drawing (:func:`memcap.textbook.page.stack_for_phone`,
   placed in a ``<picture>`` by ``memcap.textbook.phone_figures``), so that it fits the screen with legible text;
 - the ``id`` attributes that sphinx-proof and sphinx-exercise give to *every* box
