@@ -212,6 +212,12 @@ def test_fig2c_verdict_compares_gains_below_and_above_n():
     assert mahdavi_fig2c.verdict(summary(0.015)).status == "yes"     # 0.15 of the gain below
     assert mahdavi_fig2c.verdict(summary(0.03)).status == "partly"
     assert mahdavi_fig2c.verdict(summary(0.09)).status == "no"
+    assert ("the gain per unit of $d_h$ falls at least 5-fold past $d_h = n = 6$ at $T = 300$"
+            == mahdavi_fig2c.verdict(summary(0.015)).text)
+    assert "falls less than 10-fold" in mahdavi_fig2c.verdict(summary(0.015), stop_ratio=0.1).text
+    for bad in (0, -0.1, 0.6, float("nan"), True):
+        with pytest.raises((ValueError, TypeError), match="stop_ratio"):
+            mahdavi_fig2c.verdict(summary(0.015), stop_ratio=bad)
 
 
 def _saturation_model(heads, counts, unsaturated, T=100, capacity=100, upper=120):

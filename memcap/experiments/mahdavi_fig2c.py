@@ -5,6 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap._checks import positive_real
 from memcap.experiments._grids import mha_sweep_jobs
 from memcap.experiments.mahdavi_common import curves, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
@@ -64,8 +65,13 @@ def verdict(summary: dict, stop_ratio: float = STOP_RATIO) -> Verdict:
 
     Reproduced when, for every T, accuracy grows below d_h = n and the gain per unit of d_h above it is at
     most ``stop_ratio`` times the gain below (or none); partly when it is smaller than half the gain
-    below; not otherwise.
+    below; not otherwise. ``stop_ratio`` must lie in (0, 0.5]: above 0.5 a gain counted as stopped would
+    not even have halved.
     """
+    stop_ratio = positive_real("stop_ratio", stop_ratio)
+    if stop_ratio > 0.5:
+        raise ValueError(f"stop_ratio must be at most 0.5 (the share of the gain below d_h = n that the gain "
+                         f"above may keep and still count as stopped; 'partly' starts at 0.5), got {stop_ratio!r}")
     below, above, T = summary["gain_below"], summary["gain_above"], summary["examples"]
     grows = below > 0
     stops = grows & (above <= stop_ratio * below)
@@ -76,10 +82,9 @@ def verdict(summary: dict, stop_ratio: float = STOP_RATIO) -> Verdict:
         text = holds(grows, T, f"accuracy grows with $d_h$ up to $d_h = n = {n}$ and not at all beyond it",
                      f"accuracy does not grow with $d_h$ below $d_h = n = {n}$")
     else:
-        text = holds(stops, T, f"past $d_h = n = {n}$ each unit of $d_h$ gains at most {stop_ratio:g} times "
-                               "what it gains below",
-                     f"past $d_h = n = {n}$ each unit of $d_h$ still gains more than {stop_ratio:g} times "
-                     "what it gains below")
+        fold = f"{1 / stop_ratio:g}-fold"   # 0.2 -> '5-fold'
+        text = holds(stops, T, f"the gain per unit of $d_h$ falls at least {fold} past $d_h = n = {n}$",
+                     f"the gain per unit of $d_h$ falls less than {fold} past $d_h = n = {n}$")
     ratio = above.mean() / below.mean() if below.mean() > 0 else float("nan")
     shows = (f"gain per unit of $d_h$ past $d_h = n$: {ratio:.2f} times the gain below"
              if np.isfinite(ratio) else "no gain below $d_h = n$")
