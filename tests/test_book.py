@@ -100,3 +100,15 @@ def test_status_page_lists_every_executed_chapter(site):
             assert name in linked, f"the status page's execution table has no row for {name}"
     assert table.count("<p>executed</p>") >= len(linked) - 1
     assert "device" in html and "PyTorch" in html and "git commit" in html
+
+
+@pytest.mark.slow
+def test_status_page_lists_the_figures_in_book_order(site):
+    """The table of which profile each experiment used lists every figure of a sweep, in the order the
+    book numbers them (a reader looks a figure up by its number)."""
+    html = (site.html / "book/appendix/status.html").read_text(encoding="utf-8")
+    start = html.index('id="which-profile-each-experiment-used"')
+    table = html[start:html.index("</table>", start)]
+    numbers = [tuple(map(int, m)) for m in re.findall(r"Fig\. (\d+)\.(\d+)", table)]
+    assert len(numbers) >= 20, table[:2000]    # the 18 experiments' figures, syn-fig-ratio and mha-fig-1
+    assert numbers == sorted(numbers), f"figures out of the book's order: {numbers}"
