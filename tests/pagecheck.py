@@ -18,6 +18,8 @@ DESKTOP, PHONE = 1280, 390
 KNOWN_CONSOLE_NOISE = ("invalid theme mode",)
 BOX_TITLE = re.compile(r"^(Definition|Assumption|Theorem|Proposition|Lemma|Corollary|Remark|Claim|Conjecture)"
                        r" \d+\.\d+")
+MIN_MATH_SCALE = 0.85
+"""memcap.js shrinks a formula too wide for its column to no less than this share of its text's size."""
 WIDE_OK = "wide-ok"
 """Class of an element (or an ancestor) that may scroll sideways on purpose, e.g. a very wide table."""
 
@@ -74,6 +76,19 @@ _MEASURE = r"""() => {
     }
   }
   const shrunk = [...art.querySelectorAll('mjx-container.memcap-shrunk')].map(e => short(e.textContent));
+  // formulas shrunk below MIN_MATH_SCALE of their paragraph's type (hard to read on a phone), and formulas
+  // that scroll sideways with no faded edge to say so (a phone hides scrollbars until touched)
+  const tiny = [], unmarked = [];
+  for (const el of art.querySelectorAll('mjx-container')) {
+    if (el.getBoundingClientRect().width === 0 || wideOk(el)) continue;
+    const own = parseFloat(getComputedStyle(el).fontSize);
+    const around = parseFloat(getComputedStyle(el.parentElement).fontSize);
+    if (own < MIN_MATH_SCALE * around - 0.05) tiny.push([Math.round(100 * own / around), short(el.textContent)]);
+    const scrolls = /auto|scroll/.test(getComputedStyle(el).overflowX) && el.scrollWidth > el.clientWidth + 1;
+    if (scrolls && !el.classList.contains('memcap-more-right') && !el.classList.contains('memcap-more-left')) {
+      unmarked.push(short(el.textContent));
+    }
+  }
 
   // math a box cuts off: a formula (inline or display) whose ends pass the edges of the nearest ancestor
   // that clips (overflow hidden or clip) before any ancestor that scrolls. Collapsed parts are skipped.
@@ -174,12 +189,12 @@ _MEASURE = r"""() => {
   const loud = [...art.querySelectorAll('span.pasted-text')].filter(e =>
       Number(getComputedStyle(e).fontWeight) > Number(getComputedStyle(e.parentElement).fontWeight))
       .map(e => short(e.textContent)).slice(0, 3);
-  return {raw, overflow, shrunk, hidden, loud, broken, stranded, images, duplicates, titles, links,
+  return {raw, overflow, shrunk, tiny, unmarked, hidden, loud, broken, stranded, images, duplicates, titles, links,
           hasMath: !!art.querySelector('span.math, div.math'),
           typeset: art.querySelectorAll('mjx-container').length,
           figureAsText: art.innerText.includes('<Figure size'),
           pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth};
-}""".replace("WIDE_OK", WIDE_OK)
+}""".replace("WIDE_OK", WIDE_OK).replace("MIN_MATH_SCALE", str(MIN_MATH_SCALE))
 
 
 @dataclass
@@ -274,6 +289,12 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
         if m["stranded"]:
             problems.append(f"punctuation wraps apart from its formula (a line starts with the '.' after inline "
                             f"math or ends with the '(' before it): {m['stranded']}")
+        for scale, text in m["tiny"][:5]:
+            problems.append(f"formula shrunk to {scale} % of its text (< {100 * MIN_MATH_SCALE:.0f} %, hard to "
+                            f"read; memcap.js's MIN_SCALE): {text!r}")
+        for text in m["unmarked"][:5]:
+            problems.append(f"formula scrolls sideways with no faded edge to show it (memcap.js markEdges): "
+                            f"{text!r}")
         for box, cut, text in m["hidden"]:
             problems.append(f"math cut off by a box that hides overflow ({box}, {cut} px lost): {text!r}")
         if m["pageWidth"] > m["viewport"] + 1:

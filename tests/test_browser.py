@@ -6,7 +6,8 @@ solutions included; display equations, code and outputs wider than their box; fi
 caption, with a file path as alt text, or shrunk below 90 % of their pixels (at desktop width); figures wider
 than the text column or the screen, or scrolling sideways, and figure text below 9 px as shown, read from the
 drawing the browser chose (the phone drawing at 390 px), at both widths; unnumbered theorem boxes;
-duplicated ids; requests that fail or leave the machine; JavaScript errors.
+formulas shrunk below 85 % of their text, or scrolling sideways with no faded edge to show it; duplicated ids;
+requests that fail or leave the machine; JavaScript errors.
 Then: every local link answers, the download menu offers each chapter as .md and .ipynb, the source
 archive and the book's PDF, and a solution dropdown opens. Screenshots land in ``$MEMCAP_SCREENSHOTS`` (default: a
 temporary folder) so a person can look at them.
@@ -185,6 +186,27 @@ def test_punctuation_wrapped_apart_from_its_formula_is_found(browser):
     finally:
         page.close()
     assert found[False]["stranded"] and found[True]["stranded"] == [], found
+
+
+def test_tiny_and_silently_scrolling_formulas_are_found(browser):
+    """The checks behind "formula shrunk to" and "scrolls sideways with no faded edge": a formula at 70 % of
+    its paragraph's type is reported, one at 85 % is not; a formula box that scrolls sideways is reported
+    unless memcap.js has marked the edge with more beyond it (memcap-more-right)."""
+    wide = '<span style="display: inline-block; width: 600px">x</span>'
+    page = browser.new_page(viewport={"width": pagecheck.PHONE, "height": 600})
+    try:
+        page.set_content('<article class="bd-article" style="font: 16px serif; width: 300px">'
+                         '<p><mjx-container style="font-size: 70%">small</mjx-container> '
+                         '<mjx-container style="font-size: 85%">readable</mjx-container></p>'
+                         + "".join(f'<p><mjx-container class="{c}" style="display: block; overflow-x: auto">'
+                                   f'{text}{wide}</mjx-container></p>'
+                                   for c, text in (("", "silent"), ("memcap-more-right", "marked")))
+                         + "</article>")
+        m = page.evaluate(pagecheck._MEASURE)
+    finally:
+        page.close()
+    assert [text for _, text in m["tiny"]] == ["small"], m["tiny"]
+    assert m["unmarked"] == ["silentx"], m["unmarked"]
 
 
 def test_a_figure_wider_than_the_column_is_found(browser):

@@ -2,9 +2,14 @@
 (function () {
   "use strict";
 
-  // Shrink a display equation that is wider than its column (on narrow screens) down to 70 % of its
-  // size; whatever still does not fit scrolls sideways (see memcap.css). The page records that it ran
-  // in <html data-memcap-fitted>, and marks shrunk equations with the class memcap-shrunk.
+  // The smallest a formula is shrunk to fit its column. Below about 85 % the subscripts and the parts of
+  // a fraction in a display equation get too small to read on a phone; what still does not fit scrolls.
+  var MIN_SCALE = 0.85;
+
+  // Shrink a display equation that is wider than its column (on narrow screens) down to MIN_SCALE of its
+  // size; whatever still does not fit scrolls sideways (see memcap.css), its cut edge faded (markEdges).
+  // The page records that it ran in <html data-memcap-fitted>, and marks shrunk equations with the class
+  // memcap-shrunk.
   function fitEquations() {
     document.querySelectorAll('mjx-container[display="true"]').forEach(function (eq) {
       eq.style.fontSize = "";
@@ -12,18 +17,19 @@
       var box = eq.parentElement.clientWidth;
       var need = eq.scrollWidth;
       if (box > 0 && need > box + 1) {
-        var ratio = Math.max(0.7, (box - 2) / need);
+        var ratio = Math.max(MIN_SCALE, (box - 2) / need);
         eq.style.fontSize = (100 * ratio).toFixed(1) + "%";
         eq.classList.add("memcap-shrunk");
       }
+      markEdges(eq);
     });
     fitInlineMath();
     document.documentElement.dataset.memcapFitted = "1";
   }
 
   // Inline math cannot break across lines. A formula wider than the block it sits in (a theorem box on a
-  // phone, which hides what overflows) is shrunk like a display equation (to 70 % at least) and becomes a
-  // box of its own (class memcap-scroll) that scrolls sideways if it still does not fit.
+  // phone, which hides what overflows) is shrunk like a display equation (to MIN_SCALE at least) and
+  // becomes a box of its own (class memcap-scroll) that scrolls sideways if it still does not fit.
   function fitInlineMath() {
     document.querySelectorAll('article mjx-container:not([display="true"])').forEach(function (eq) {
       eq.classList.remove("memcap-scroll");
@@ -42,12 +48,31 @@
         extra = Math.max(0, glued.getBoundingClientRect().width - need);
       }
       if (room > 0 && need + extra > room + 1) {
-        var scale = Math.max(0.7, (room - extra - 2) / need);
+        var scale = Math.max(MIN_SCALE, (room - extra - 2) / need);
         eq.style.fontSize = (100 * scale).toFixed(1) + "%";
         eq.classList.add("memcap-scroll");
         if (glued && glued.getBoundingClientRect().width > room + 1) { glued.style.whiteSpace = "normal"; }
       }
+      markEdges(eq);
     });
+  }
+
+  // A formula that scrolls sideways fades out at an edge with more of it beyond (classes memcap-more-left,
+  // memcap-more-right; memcap.css), so that a reader on a phone, whose scrollbars stay hidden until
+  // touched, sees that it goes on. Updated as it scrolls.
+  function markEdges(eq) {
+    function update() {
+      // only a formula that is a box of its own scrolls (an inline one in its line has no width to test)
+      var scrolls = /auto|scroll/.test(getComputedStyle(eq).overflowX);
+      var hidden = scrolls ? eq.scrollWidth - eq.clientWidth : 0;
+      eq.classList.toggle("memcap-more-left", hidden > 1 && eq.scrollLeft > 1);
+      eq.classList.toggle("memcap-more-right", hidden > 1 && eq.scrollLeft < hidden - 1);
+    }
+    if (!eq.dataset.memcapEdges) {
+      eq.dataset.memcapEdges = "1";
+      eq.addEventListener("scroll", update, {passive: true});
+    }
+    update();
   }
 
   function afterMath(callback) {
