@@ -89,6 +89,10 @@ _MEASURE = r"""() => {
       unmarked.push(short(el.textContent));
     }
   }
+  for (const el of art.querySelectorAll('.pst-scrollable-table-container')) {
+    if (el.scrollWidth > el.clientWidth + 1 && !wideOk(el) && !el.classList.contains('memcap-more-right')
+        && !el.classList.contains('memcap-more-left')) unmarked.push('table: ' + short(el.textContent));
+  }
 
   // math a box cuts off: a formula (inline or display) whose ends pass the edges of the nearest ancestor
   // that clips (overflow hidden or clip) before any ancestor that scrolls. Collapsed parts are skipped.
@@ -293,7 +297,7 @@ def check_page(browser, base: str, doc: str, width: int, screenshot: Path | None
             problems.append(f"formula shrunk to {scale} % of its text (< {100 * MIN_MATH_SCALE:.0f} %, hard to "
                             f"read; memcap.js's MIN_SCALE): {text!r}")
         for text in m["unmarked"][:5]:
-            problems.append(f"formula scrolls sideways with no faded edge to show it (memcap.js markEdges): "
+            problems.append(f"formula or table scrolls sideways with no faded edge to show it (memcap.js markEdges): "
                             f"{text!r}")
         for box, cut, text in m["hidden"]:
             problems.append(f"math cut off by a box that hides overflow ({box}, {cut} px lost): {text!r}")

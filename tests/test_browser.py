@@ -190,8 +190,8 @@ def test_punctuation_wrapped_apart_from_its_formula_is_found(browser):
 
 def test_tiny_and_silently_scrolling_formulas_are_found(browser):
     """The checks behind "formula shrunk to" and "scrolls sideways with no faded edge": a formula at 70 % of
-    its paragraph's type is reported, one at 85 % is not; a formula box that scrolls sideways is reported
-    unless memcap.js has marked the edge with more beyond it (memcap-more-right)."""
+    its paragraph's type is reported, one at 85 % is not; a formula box (or a table's container) that
+    scrolls sideways is reported unless memcap.js has marked the edge with more beyond it."""
     wide = '<span style="display: inline-block; width: 600px">x</span>'
     page = browser.new_page(viewport={"width": pagecheck.PHONE, "height": 600})
     try:
@@ -201,12 +201,13 @@ def test_tiny_and_silently_scrolling_formulas_are_found(browser):
                          + "".join(f'<p><mjx-container class="{c}" style="display: block; overflow-x: auto">'
                                    f'{text}{wide}</mjx-container></p>'
                                    for c, text in (("", "silent"), ("memcap-more-right", "marked")))
-                         + "</article>")
+                         + '<div class="pst-scrollable-table-container" style="overflow-x: auto"><table><tr>'
+                           f'<td>wide table{wide}</td></tr></table></div></article>')
         m = page.evaluate(pagecheck._MEASURE)
     finally:
         page.close()
     assert [text for _, text in m["tiny"]] == ["small"], m["tiny"]
-    assert m["unmarked"] == ["silentx"], m["unmarked"]
+    assert m["unmarked"] == ["silentx", "table: wide tablex"], m["unmarked"]
 
 
 def test_a_figure_wider_than_the_column_is_found(browser):

@@ -24,6 +24,8 @@
       markEdges(eq);
     });
     fitInlineMath();
+    // a table wider than the column scrolls in its container (pydata-sphinx-theme's): the same faded edge
+    document.querySelectorAll("article .pst-scrollable-table-container").forEach(markEdges);
     document.documentElement.dataset.memcapFitted = "1";
   }
 
@@ -57,12 +59,12 @@
     });
   }
 
-  // A formula that scrolls sideways fades out at an edge with more of it beyond (classes memcap-more-left,
-  // memcap-more-right; memcap.css), so that a reader on a phone, whose scrollbars stay hidden until
-  // touched, sees that it goes on. Updated as it scrolls.
+  // A formula (or a table's container) that scrolls sideways fades out at an edge with more of it beyond
+  // (classes memcap-more-left, memcap-more-right; memcap.css), so that a reader on a phone, whose
+  // scrollbars stay hidden until touched, sees that it goes on. Updated as it scrolls.
   function markEdges(eq) {
     function update() {
-      // only a formula that is a box of its own scrolls (an inline one in its line has no width to test)
+      // only a box of its own scrolls (an inline formula in its line has no width to test)
       var scrolls = /auto|scroll/.test(getComputedStyle(eq).overflowX);
       var hidden = scrolls ? eq.scrollWidth - eq.clientWidth : 0;
       eq.classList.toggle("memcap-more-left", hidden > 1 && eq.scrollLeft > 1);
