@@ -106,7 +106,9 @@ def test_fig3_pairs_models_at_equal_parameter_count():
     # the width 2d(H - 1) gives the one-head model the AoT's d(S + 2N + 4dH) weights: W_1, W_2 add 2dw
     one_head = bounds.aot_param_count(10, 2, d, 1, d)
     assert [one_head + 2 * d * dana_fig3.mlp_width(d, H) for H in (1, 3, 5)] == c.params.tolist()
-    assert c.gap == pytest.approx(0.05 * 2 / 3)   # H = 1: both are the same one-head AoT
+    assert c.gap == pytest.approx(0.05)   # H = 1, where both are the same one-head AoT, is left out
+    (alone,) = dana_fig3.summarize(records[:2])
+    assert alone.gap == 0.0               # only H = 1: nothing to compare
     assert np.all(c.cor2 >= c.previous)
     with pytest.raises(ValueError, match="MLP width 2d"):
         dana_fig3.summarize([_record(1, d, d, 0.3, mlp_width=5)])

@@ -73,8 +73,12 @@ class Curves:
 
     @property
     def gap(self) -> float:
-        """Mean |accuracy(AoT) - accuracy(MLP model)| over H: 0 when the two scaling curves coincide."""
-        return float(np.abs(self.aot - self.mlp).mean())
+        """Mean |accuracy(AoT) - accuracy(MLP model)| over H >= 2: 0 when the two scaling curves coincide.
+
+        H = 1 is left out: there the MLP has width 0 and both curves are the same one-head model, so its
+        gap is 0 by construction and would only dilute the mean (0 when H = 1 is all there is)."""
+        differ = self.heads >= 2
+        return float(np.abs(self.aot - self.mlp)[differ].mean()) if differ.any() else 0.0
 
 
 def summarize(results) -> tuple[Curves, ...]:
