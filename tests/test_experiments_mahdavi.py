@@ -94,6 +94,11 @@ def test_fig2c_gains_below_and_above_n():
                     context_size=6)                                   # n = 6 is not on the grid
     off_grid = mahdavi_fig2c.summarize(wide)
     assert off_grid["gain_below"][0] == pytest.approx(0.1) and off_grid["gain_above"][0] == pytest.approx(0.01)
+    peak = _records("head_dim", [1, 6, 10, 16], [300], lambda v, T, s: {1: .2, 6: .45, 10: .53, 16: .5}[v],
+                    context_size=6)                                   # rises past n, then falls back
+    out = mahdavi_fig2c.summarize(peak)
+    assert out["gain_above"][0] == pytest.approx(0.005) and out["steepest_above"][0] == pytest.approx(0.02)
+    assert out["steepest_at"][0] == 10
     with pytest.raises(ValueError, match="two values <= n"):
         mahdavi_fig2c.summarize(recs[:2] + recs[3:])                  # 1, 3, 16: one value above n
 
@@ -172,7 +177,7 @@ def test_fig2a_verdict_linear_partly_and_not():
     assert r"$R^2 \ge 0.98$ for every $T$" in v.text
     bent = _records("heads", [1, 2, 3, 4, 6], [300], lambda v, T, s: 0.01 * v ** 2.5)
     v = mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(bent))
-    assert v.status == "partly" and "$R^2 < 0.98$ at $T = 300$" in v.text
+    assert v.status == "partly" and "$R^2 < 0.98$ ($T = 300$)" in v.text
     assert "gains less than the fitted slope" in mahdavi_fig2a.curvature(mahdavi_fig2a.summarize(bent))
     falls = _records("heads", [1, 2, 3, 4], [300], lambda v, T, s: {1: .3, 2: .2, 3: .1, 4: .05}[v])
     assert mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(falls)).status == "no"
@@ -212,7 +217,7 @@ def test_fig2c_verdict_compares_gains_below_and_above_n():
     assert mahdavi_fig2c.verdict(summary(0.015)).status == "yes"     # 0.15 of the gain below
     assert mahdavi_fig2c.verdict(summary(0.03)).status == "partly"
     assert mahdavi_fig2c.verdict(summary(0.09)).status == "no"
-    assert ("the gain per unit of $d_h$ falls at least 5-fold past $d_h = n = 6$ at $T = 300$"
+    assert ("the gain per unit of $d_h$ falls at least 5-fold past $d_h = n = 6$ ($T = 300$)"
             == mahdavi_fig2c.verdict(summary(0.015)).text)
     assert "falls less than 10-fold" in mahdavi_fig2c.verdict(summary(0.015), stop_ratio=0.1).text
     for bad in (0, -0.1, 0.6, float("nan"), True):

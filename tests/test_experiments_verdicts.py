@@ -24,8 +24,8 @@ def test_grade_counts_checks_and_partial_conditions():
 
 
 @pytest.mark.parametrize("hits, values, expected", [
-    ([True], [300], "rises at $T = 300$"),
-    ([False], [300], "falls at $T = 300$"),
+    ([True], [300], "rises ($T = 300$)"),
+    ([False], [300], "falls ($T = 300$)"),
     ([True, True], [300, 500], "rises for every $T$"),
     ([False, False], [300, 500], "falls for every $T$"),
     ([True, False, True], [300, 500, 10_000], r"rises for $T = 300$ and $10\,000$ but not for $T = 500$"),

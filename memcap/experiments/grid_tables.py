@@ -67,16 +67,33 @@ def _sizes(grid: dict) -> str:
     return span(min(ts), max(ts))
 
 
+def _extent(grid: dict, key: str) -> str:
+    """The heads H (``key`` 'heads') or context sizes n ('context_size') of a Mahdavi grid: the range of a
+    swept list, the values of a dict of T per H (Fig. 3's), or the model's fixed value ('–' if none)."""
+    if key in grid:
+        values = grid[key]
+    elif key in grid["model"]:
+        values = grid["model"][key]
+    elif key == "heads" and isinstance(grid.get("examples"), dict):
+        return ", ".join(number(h) for h in grid["examples"])
+    else:
+        return "–"
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    return span(min(values), max(values))
+
+
 def mahdavi_profiles(figures: Sequence[ModuleType]) -> GridTable:
-    """One row per Mahdavi et al. figure: d, the range of T, Adam steps, learning rate and seeds, each as
-    'paper -> quick'."""
+    """One row per Mahdavi et al. figure: d, H, n, the range of T, Adam steps, learning rate and seeds, each
+    as 'paper -> quick'."""
     rows = []
     for m in _checked(figures):
         p, q = m.PAPER, m.QUICK
         rows.append([figure_name(m.LABEL), _arrow(p["model"]["dim"], q["model"]["dim"]),
+                     *(f"{_extent(p, key)} → {_extent(q, key)}" for key in ("heads", "context_size")),
                      f"{_sizes(p)} → {_sizes(q)}", _arrow(p["train"]["steps"], q["train"]["steps"]),
                      _arrow(p["train"]["lr"], q["train"]["lr"], "{:g}"), _arrow(len(p["seeds"]), len(q["seeds"]))])
-    return GridTable(rows, ["figure", "$d$", "$T$", "Adam steps", "learning rate", "seeds"], "lrrrrr")
+    return GridTable(rows, ["figure", "$d$", "$H$", "$n$", "$T$", "Adam steps", "learning rate", "seeds"],
+                     "lrrrrrrr")
 
 
 def _values(v: list) -> str:

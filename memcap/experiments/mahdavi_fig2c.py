@@ -41,7 +41,9 @@ def summarize(records: Sequence[dict]) -> dict:
     (m, k), and per T the mean gain of accuracy per unit of d_h below and above d_h = n:
     ``gain_below`` = (acc(a) - acc(min d_h)) / (a - min d_h) with a the largest grid value <= n, and
     ``gain_above`` = (acc(max d_h) - acc(b)) / (max d_h - b) with b the smallest grid value >= n (m,)
-    (a = b = n when n is on the grid; the paper's grid, 10, 15, ..., 64 around n = 32, is not).
+    (a = b = n when n is on the grid; the paper's grid, 10, 15, ..., 64 around n = 32, is not), and
+    ``steepest_above`` (m,), ``steepest_at`` (m,): the largest (acc(v) - acc(b)) / (v - b) over the grid
+    values v > b and the v where it is reached (a rise past n that falls back is hidden by gain_above).
     Theorem 1's bound H(min(n, d_h) - 1) + 1 stops growing at d_h = n."""
     c = curves(records, "head_dim")
     n = int(records[0]["context_size"])
@@ -51,9 +53,12 @@ def summarize(records: Sequence[dict]) -> dict:
     a, b = int(np.nonzero(c.x == lo[-1])[0][0]), int(np.nonzero(c.x == hi[0])[0][0])
     below = (c.mean[:, a] - c.mean[:, 0]) / (c.x[a] - c.x[0])
     above = (c.mean[:, -1] - c.mean[:, b]) / (c.x[-1] - c.x[b])
+    rises = (c.mean[:, b + 1:] - c.mean[:, b:b + 1]) / (c.x[b + 1:] - c.x[b])    # (m, values past b)
+    steepest = rises.argmax(axis=1)
     return {"head_dim": c.x, "examples": c.examples, "accuracy": c.mean, "low": c.low, "high": c.high,
             "seeds": c.seeds, "context_size": n, "theory": theory_table(c, records[0]),
-            "gain_below": below, "gain_above": above}
+            "gain_below": below, "gain_above": above, "steepest_above": rises.max(axis=1),
+            "steepest_at": c.x[b + 1 + steepest]}
 
 
 STOP_RATIO = 0.2

@@ -125,14 +125,15 @@ def verdict(panels: dict, r2_min: float = 0.98) -> Verdict:
 
 
 def regression_text(panels: dict) -> str:
-    """Whether the regression error falls at every step in H and in n, as a clause for the prose."""
+    """Whether the regression error falls at every step in H and in n, as a clause for the prose (its
+    subject, "the regression error", is the sentence's)."""
     parts = []
     for axis, name in (("heads", "$H$"), ("context_size", "$n$")):
         p = panels[("regression", axis)]
         rise = float(np.diff(p["value"], axis=1).max())
         parts.append(f"falls at every step in {name}" if rise < 0 else f"never rises in {name}" if rise == 0
                      else f"rises by up to ${sci(rise)}$ between neighbouring values of {name}")
-    return "the regression error " + " and ".join(parts)
+    return " and ".join(parts)
 
 
 def finding(results) -> Verdict:

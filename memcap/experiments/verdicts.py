@@ -65,7 +65,7 @@ def holds(hits: Sequence[bool], values: Sequence[int], claim: str, negation: str
         holds([True, True], [300, 500], "accuracy rises", "accuracy does not rise")
         # 'accuracy rises for every $T$'
         holds([False], [300], "accuracy rises", "accuracy does not rise")
-        # 'accuracy does not rise at $T = 300$'
+        # 'accuracy does not rise ($T = 300$)': one value, in parentheses, qualifies the whole clause
         holds([True, False], [300, 500], "accuracy rises", "accuracy does not rise")
         # 'accuracy rises for $T = 300$ but not for $T = 500$'
     """
@@ -74,7 +74,7 @@ def holds(hits: Sequence[bool], values: Sequence[int], claim: str, negation: str
     if len(hits) != len(values) or not values:
         raise ValueError(f"hits and values must have the same non-zero length, got {len(hits)} and {len(values)}")
     if len(values) == 1:
-        return f"{claim if hits[0] else negation} at ${symbol} = {_num(values[0])}$"
+        return f"{claim if hits[0] else negation} (${symbol} = {_num(values[0])}$)"
     if all(hits):
         return f"{claim} for every ${symbol}$"
     if not any(hits):
