@@ -96,8 +96,9 @@ def _mean_entropy(value: object, vocab: int) -> float:
 
 
 def gaussian_gram_constant(vocab: int, dim: int) -> float:
-    """sqrt(8 log(2 N^2)/d): below 1, a Gaussian unembedding has ||W W^T - I||_max < this value with
-    positive probability. It is at most the paper's sqrt(32 log(N + 1)/d) for every N >= 1."""
+    """sqrt(8 log(2 N^2)/d): where this is below 1, a Gaussian unembedding has ||W W^T - I||_max < C with
+    positive probability for every C above it (at C equal to it the union bound is exactly 1). It is at
+    most the paper's sqrt(32 log(N + 1)/d) for every N >= 1."""
     return float(_GAUSSIAN_GRAM_CONSTANT(positive_int("vocab", vocab), positive_int("dim", dim)))
 
 
