@@ -114,7 +114,8 @@ def test_chapters_download_as_markdown_notebook_and_source_archive(browser, serv
     archive = zipfile.ZipFile(io.BytesIO(_fetch(server, doc, menu["source (.zip)"])))
     names = set(archive.namelist())
     for needed in ("memcap-textbook/memcap/__init__.py", "memcap-textbook/book/setting.md",
-                   "memcap-textbook/requirements.txt", "memcap-textbook/_toc.yml"):
+                   "memcap-textbook/requirements.txt", "memcap-textbook/requirements-models.txt",
+                   "memcap-textbook/_toc.yml"):
         assert needed in names, f"{needed} missing from the source archive"
 
 

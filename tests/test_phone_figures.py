@@ -158,6 +158,14 @@ def test_stacked_panels_say_where_they_sat_so_that_captions_still_point_at_them(
     assert titles[2, 2] == ["Top left: accuracy", "Top right", "Bottom left", "Bottom right"]
     assert titles[1, 3] == ["Left: accuracy", "Middle", "Right"]
     assert titles[2, 1] == ["accuracy", ""]
+    fig, axes = plotting.figure(nrows=2, ncols=2)   # the last panel holds only the others' legend
+    for ax in axes.flat[:3]:
+        ax.plot([0, 1], [0, 1], label="curve")
+    axes.flat[3].axis("off")
+    axes.flat[3].legend(*axes.flat[0].get_legend_handles_labels())
+    stack_for_phone(fig)
+    assert [ax.get_title() for ax in fig.axes] == ["Top left", "Top right", "Bottom left", ""]
+    plt.close(fig)
 
 
 def test_a_legend_too_wide_for_a_phone_gets_fewer_columns_and_broken_lines():

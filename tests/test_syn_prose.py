@@ -181,7 +181,7 @@ def test_ratio_phrase_refuses_bad_input():
 
 
 @pytest.mark.parametrize("gains, text", [
-    ([4.4, 1.3], "Both trained models memorize more than their theorems' counts"),
+    ([4.4, 1.3], "Both A and B, as trained, memorize more than their theorems' counts"),
     ([2.0], "The trained model (A) memorizes more than its theorem's count"),
     ([2.0, 0.5], "A memorizes more than its count; B memorizes less than its count"),
     ([1.0, 3.0], "B memorizes more than its count; A memorizes exactly its count"),
@@ -189,6 +189,7 @@ def test_ratio_phrase_refuses_bad_input():
 ])
 def test_gains_clause_agrees_with_each_gain(gains, text):
     assert sp.gains_clause(gains, ["A", "B"][:len(gains)]) == text
+    assert sp.gains_clause([2.0, 3.0, 4.0], ["A", "B", "C"]).startswith("A, B and C, as trained, memorize more")
 
 
 def test_gains_clause_refuses_mismatched_names():
@@ -218,7 +219,7 @@ def test_head_dim_verdict(dh, heads, says):
 
 
 @pytest.mark.parametrize("sat, unsat, says", [
-    (0.6, 0.95, "shows Mahdavi et al.'s picture"), (0.48, 0.97, "no more than half"),
+    (0.6, 0.95, "shows Mahdavi et al.'s picture"), (0.48, 0.97, "only a minority"),
     (0.7, 0.5, "served by saturated heads only"), (0.2, 0.5, "shows neither"), (0.5, 0.9, "shows neither")])
 def test_saturation_reading(sat, unsat, says):
     assert says in sp.saturation_reading(sat, unsat)
@@ -250,8 +251,15 @@ def test_short_points_clause_agrees(k, text):
                                          (0.2, "slower than linear"), (-1.0, "slower than linear")])
 def test_growth_word_and_the_quadratic_verdict_share_a_threshold(alpha, word):
     assert sp.growth_word(alpha) == word
+    assert sp.shape_clause(alpha, [1.0, 2.0, 4.0], [1, 2, 4]) == word
     quadratic = sp.quadratic_verdict([alpha, 0.5]).startswith("At least one")
     assert quadratic == (word == "about quadratic")
+
+
+def test_shape_clause_says_where_a_curve_falls():
+    assert sp.shape_clause(0.71, [16, 53, 43], [1, 2, 4]).startswith("not monotone: it falls from $d_h = 2$ to 4")
+    with pytest.raises(ValueError, match="same length"):
+        sp.shape_clause(1.0, [1.0, 2.0], [1])
 
 
 @pytest.mark.parametrize("a, b, says", [(3, 5, "starts lower"), (5, 5, "same capacity"), (6, 5, "starts higher")])

@@ -14,7 +14,7 @@ from typing import Sequence
 __all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
            "ratio_phrase", "gains_clause", "assumption1_reading", "head_dim_verdict", "majority_saturated_clause",
            "comparable_clause", "saturation_reading", "robust_clause", "closer_clause", "short_points_clause",
-           "growth_word", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause", "quadratic_verdict"]
+           "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause", "quadratic_verdict"]
 
 QUADRATIC = 1.7
 """A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and
@@ -196,9 +196,10 @@ def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
     above = [n for n, x in zip(names, g) if x > 1]
     at = [n for n, x in zip(names, g) if x == 1]
     below = [n for n, x in zip(names, g) if x < 1]
-    every = "Both" if len(g) == 2 else "Every one of the"
     if len(above) == len(g):
-        return (f"{every} trained models memorize more than their theorems' counts" if len(g) > 1 else
+        every = (f"Both {names[0]} and {names[1]}" if len(g) == 2 else
+                 ", ".join(names[:-1]) + f" and {names[-1]}")
+        return (f"{every}, as trained, memorize more than their theorems' counts" if len(g) > 1 else
                 f"The trained model ({names[0]}) memorizes more than its theorem's count")
     parts = []
     for group, verb in ((above, "more than"), (at, "exactly"), (below, "less than")):
@@ -292,8 +293,7 @@ def saturation_reading(saturated: float, with_unsaturated: float) -> str:
     if a > 0.5 and b > 0.9:
         return "shows Mahdavi et al.'s picture"
     if b > 0.9:
-        return ("keeps almost every example with an unsaturated head, but no more than half of its "
-                "head-example pairs are saturated")
+        return "keeps an unsaturated head for almost every example, but saturates only a minority of its pairs"
     if a > 0.5:
         return "has most of its head-example pairs saturated, but many examples are served by saturated heads only"
     return "shows neither feature of Mahdavi et al.'s picture"
@@ -346,6 +346,18 @@ def growth_word(alpha: float) -> str:
     if alpha >= 0.7:
         return "about linear"
     return "slower than linear"
+
+
+def shape_clause(alpha: float, capacities: Sequence[float], head_dims: Sequence[int]) -> str:
+    """:func:`growth_word` for a capacity curve that only grows with d_h; for one that falls somewhere, where it
+    first falls instead (an exponent fitted to a curve that rises and falls describes neither)."""
+    caps, dims = _reals("capacities", capacities), [int(v) for v in head_dims]
+    if len(caps) != len(dims) or len(caps) < 2:
+        raise ValueError(f"capacities and head_dims must have the same length >= 2, got {len(caps)} and {len(dims)}")
+    for a, b, x, y in zip(dims, dims[1:], caps, caps[1:]):
+        if y < x:
+            return f"not monotone: it falls from $d_h = {a}$ to {b}, so no exponent describes it well"
+    return growth_word(alpha)
 
 
 def start_clause(shared_first: float, separate_first: float) -> str:

@@ -96,7 +96,9 @@ def _table(header: list[str], rows: list[list[nodes.Node]], widths: list[int], c
 
 
 def _minutes(total: int) -> str:
-    return f"{total} min" if total < 90 else f"{total // 60} h {total % 60:02d} min"
+    if total < 90:
+        return f"{total} min"
+    return f"{total // 60} h" + (f" {total % 60:02d} min" if total % 60 else "")
 
 
 class _Directive(SphinxDirective):

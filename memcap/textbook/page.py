@@ -395,6 +395,8 @@ def _name_places(shown: list[list]) -> None:
     if cols < 2:
         return   # one column already: stacking keeps every panel where the caption says
     for axes in shown:
+        if not any(ax.axison for ax in axes):
+            continue   # a panel with its axis turned off (one holding only a legend) has no place to name
         spec = axes[0].get_subplotspec()
         place = " ".join(word for word in (_place(spec.rowspan, rows, _ROW_WORDS, "row"),
                                            _place(spec.colspan, cols, _COLUMN_WORDS, "column")) if word)

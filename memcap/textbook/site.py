@@ -50,7 +50,8 @@ _FAVICON = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
 """
 
 _SHARED_IDS = ("proof-content", "exercise-content", "solution-content")
-_ARCHIVE_TOP = ("_config.yml", "_toc.yml", "README.md", "requirements.txt", "pyproject.toml")
+_ARCHIVE_TOP = ("_config.yml", "_toc.yml", "README.md", "CONTRIBUTING.md", "requirements.txt", "requirements.in",
+                "requirements-models.txt", "pyproject.toml")
 _ARCHIVE_DIRS = ("book", "memcap", "tests", ".ci")
 
 
