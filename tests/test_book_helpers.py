@@ -102,6 +102,9 @@ def test_glue_md_and_glue_figure_refuse_what_they_cannot_glue():
         book.glue_md("", "text")
     with pytest.raises(ValueError, match="text must be a non-empty string"):
         book.glue_md("key", "")
+    # text that names a file is still text: "." (a sentence's end) once read the current folder
+    assert book._markdown(".")._repr_markdown_() == "."
+    assert book._markdown("README.md")._repr_markdown_() == "README.md"
     with pytest.raises(TypeError, match="name must be a non-empty str"):
         book.glue_figure(None, plt.figure())
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got Axes"):

@@ -14,7 +14,8 @@ from typing import Sequence
 __all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
            "ratio_phrase", "gains_clause", "assumption1_reading", "head_dim_verdict", "majority_saturated_clause",
            "comparable_clause", "saturation_reading", "robust_clause", "closer_clause", "short_points_clause",
-           "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause", "quadratic_verdict"]
+           "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause",
+           "quadratic_verdict"]
 
 QUADRATIC = 1.7
 """A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and

@@ -82,10 +82,9 @@ def glue_sci(name: str, value: float, digits: int = 1) -> None:
     """Glue ``value`` as inline math for prose: paste it with ``{glue:md}`name``` (not ``glue:text``)."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str (the key the prose pastes), got {name!r}")
-    from IPython.display import Markdown
     from myst_nb import glue
 
-    glue(name, Markdown(f"${sci(value, digits)}$"), display=False)
+    glue(name, _markdown(f"${sci(value, digits)}$"), display=False)
 
 
 _MATH = re.compile(r"(?<!\\)\$[^$]+(?<!\\)\$")
@@ -155,10 +154,19 @@ def glue_md(name: str, text: str) -> None:
         raise TypeError(f"name must be a non-empty str (the key the prose pastes), got {name!r}")
     if not isinstance(text, str) or not text:
         raise ValueError(f"text must be a non-empty string, got {text!r}")
-    from IPython.display import Markdown
     from myst_nb import glue
 
-    glue(name, Markdown(text), display=False)
+    glue(name, _markdown(text), display=False)
+
+
+def _markdown(text: str):
+    """IPython's Markdown holding ``text`` as it is: ``Markdown(text)`` reads a file instead when ``text``
+    names one (``Markdown(".")``, a clause's final full stop, fails: "Is a directory")."""
+    from IPython.display import Markdown
+
+    shown = Markdown("")
+    shown.data = text
+    return shown
 
 
 def figure_svg(fig) -> str:
