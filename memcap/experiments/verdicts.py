@@ -65,7 +65,7 @@ def holds(hits: Sequence[bool], values: Sequence[int], claim: str, negation: str
         holds([True, True], [300, 500], "accuracy rises", "accuracy does not rise")
         # 'accuracy rises for every $T$'
         holds([False], [300], "accuracy rises", "accuracy does not rise")
-        # 'accuracy does not rise ($T = 300$)': one value, in parentheses, qualifies the whole clause
+        # 'accuracy does not rise ($T = 300$)'   (one value qualifies the whole clause)
         holds([True, False], [300, 500], "accuracy rises", "accuracy does not rise")
         # 'accuracy rises for $T = 300$ but not for $T = 500$'
     """
