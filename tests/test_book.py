@@ -103,6 +103,31 @@ def test_status_page_lists_every_executed_chapter(site):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("chapter", ["mahdavi", "dana"])
+def test_experiments_chapters_show_their_profile_tables(site, chapter):
+    """Each experiments chapter shows the table of its two profiles (memcap.experiments.grid_tables): a table
+    with as many columns as the grid table, whose plain-text headers match (a cell whose last expression is
+    not the table call shows nothing, and no check of the page's layout notices)."""
+    import importlib
+
+    from memcap.experiments import grid_tables
+
+    names = [f"{chapter}_fig{k}" for k in ("2a", "2b", "2c", "3", "4", "5")] if chapter == "mahdavi" else \
+        [f"dana_fig{k}" for k in ("1a", "1b", "2a", "2b", "3", "4")]
+    grid = getattr(grid_tables, f"{chapter}_profiles")([importlib.import_module(f"memcap.experiments.{n}")
+                                                         for n in names])
+    html = (site.html / f"book/experiments/{chapter}.html").read_text(encoding="utf-8")
+    plain = [h for h in grid.header if "$" not in h]
+    found = []
+    for table in re.findall(r"<table.*?</table>", html, re.S):
+        heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+        found.append(heads)
+        if len(heads) == len(grid.header) and all(h in heads for h in plain):
+            return
+    raise AssertionError(f"no table of the {chapter} chapter has the profile table's headers {grid.header}: {found}")
+
+
+@pytest.mark.slow
 def test_status_page_lists_the_figures_in_book_order(site):
     """The table of which profile each experiment used lists every figure of a sweep, in the order the
     book numbers them (a reader looks a figure up by its number)."""
