@@ -23,13 +23,14 @@ def test_figure_name_reads_the_label():
 def test_mahdavi_rows_show_paper_then_quick():
     t = grid_tables.mahdavi_profiles([_mha("mha-fig-2a", [1000, 25_600], [300]), _mha("mha-fig-5", [800], [800])])
     assert t.header[0] == "figure" and len(t.align) == len(t.header) == len(t.rows[0])
-    assert t.rows[0] == ["Fig.\u00a02(a)", "– → –", "– → –", "1\u202f000\u2060–\u206025\u202f600 → 300",
+    assert t.rows[0] == ["Fig.\u00a02(a)", "–\u00a0→ –", "–\u00a0→ –", "1\u202f000\u2060–\u206025\u202f600 → 300",
                          r"$50\,000 \to 2\,000$", r"$0.001 \to 0.01$", r"$1 \to 1$"]
     assert t.rows[1][3] == "800 → 800"                   # one T: no range
     # T given per number of heads (a dict, as in Fig. 3's grid): those are its H
     fig3 = _mha("mha-fig-3", {4: 550, 8: 1300}, {4: 120, 8: 250})
     row = grid_tables.mahdavi_profiles([fig3]).rows[0]
-    assert row[3] == "550\u2060–\u20601\u202f300 → 120\u2060–\u2060250" and row[1] == "4, 8 → 4, 8"
+    assert row[3] == "550\u2060–\u20601\u202f300 → 120\u2060–\u2060250"
+    assert row[1] == "4,\u00a08\u00a0→ 4,\u00a08"
     # numbers never break inside a table cell: narrow no-break spaces, word joiners at the dash
     assert grid_tables.number(1_234_567) == "1\u202f234\u202f567" and grid_tables.span(7, 7) == "7"
 
@@ -39,9 +40,9 @@ def test_mahdavi_rows_of_the_real_grids():
     assert [r[0] for r in t.rows] == ["Fig.\u00a02(a)", "Fig.\u00a03"]
     # Fig. 2(a) sweeps H at a fixed n; the quick profile shrinks both
     heads = mahdavi_fig2a.PAPER["heads"], mahdavi_fig2a.QUICK["heads"]
-    assert t.rows[0][1] == f"{grid_tables.span(min(heads[0]), max(heads[0]))} → " \
+    assert t.rows[0][1] == f"{grid_tables.span(min(heads[0]), max(heads[0]))}\u00a0→ " \
                            f"{grid_tables.span(min(heads[1]), max(heads[1]))}"
-    assert t.rows[0][2] == (f"{mahdavi_fig2a.PAPER['model']['context_size']} → "
+    assert t.rows[0][2] == (f"{mahdavi_fig2a.PAPER['model']['context_size']}\u00a0→ "
                             f"{mahdavi_fig2a.QUICK['model']['context_size']}")
 
 

@@ -67,6 +67,11 @@ def _sizes(grid: dict) -> str:
     return span(min(ts), max(ts))
 
 
+def _to(paper: str, quick: str) -> str:
+    """'paper → quick' for a narrow table cell (H, n): it breaks after the arrow, never before it."""
+    return f"{paper}{NBSP}→ {quick}"
+
+
 def _extent(grid: dict, key: str) -> str:
     """The heads H (``key`` 'heads') or context sizes n ('context_size') of a Mahdavi grid: the range of a
     swept list, the values of a dict of T per H (Fig. 3's), or the model's fixed value ('–' if none)."""
@@ -75,7 +80,7 @@ def _extent(grid: dict, key: str) -> str:
     elif key in grid["model"]:
         values = grid["model"][key]
     elif key == "heads" and isinstance(grid.get("examples"), dict):
-        return ", ".join(number(h) for h in grid["examples"])
+        return f",{NBSP}".join(number(h) for h in grid["examples"])
     else:
         return "–"
     values = list(values) if isinstance(values, (list, tuple)) else [values]
@@ -90,8 +95,9 @@ def mahdavi_profiles(figures: Sequence[ModuleType]) -> GridTable:
     for m in _checked(figures):
         p, q = m.PAPER, m.QUICK
         rows.append([figure_name(m.LABEL),
-                     *(f"{_extent(p, key)} → {_extent(q, key)}" for key in ("heads", "context_size")),
-                     f"{_sizes(p)} → {_sizes(q)}", _arrow(p["train"]["steps"], q["train"]["steps"]),
+                     *(_to(_extent(p, key), _extent(q, key)) for key in ("heads", "context_size")),
+                     f"{_sizes(p)} → {_sizes(q)}",   # wide enough to break after the arrow
+                     _arrow(p["train"]["steps"], q["train"]["steps"]),
                      _arrow(p["train"]["lr"], q["train"]["lr"], "{:g}"), _arrow(len(p["seeds"]), len(q["seeds"]))])
     return GridTable(rows, ["figure", "$H$", "$n$", "$T$", "Adam steps", "learning rate", "seeds"], "lrrrrrr")
 
