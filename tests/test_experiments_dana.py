@@ -80,8 +80,24 @@ def test_fig2a_kink_from_two_lines():
     assert s.below.slope == pytest.approx(0.1) and s.above.slope == pytest.approx(0.02)
     assert s.kink == pytest.approx(5.0)
     assert np.all(np.diff(s.cor2) > 0) and np.ptp(s.previous) == 0
-    with pytest.raises(ValueError, match="on each side of d_h"):
-        dana_fig2a.summarize([_record(4, 4, d, acc[d]) for d in (2, 3, 4)])
+    assert s.best_break == 4
+    with pytest.raises(ValueError, match="at least 3 values of d on each side of d_h"):
+        dana_fig2a.summarize([_record(4, 4, d, acc[d]) for d in (2, 3, 4, 5)])
+
+
+def test_fig2a_best_break_places_the_kink():
+    d = np.arange(1, 11)
+    for b in (3, 5, 8):
+        acc = np.where(d <= b, 0.1 * d, 0.1 * b + 0.02 * (d - b))
+        assert dana_fig2a.best_break(d, acc) == b
+    assert dana_fig2a.break_candidates([4, 5, 6, 7, 8, 10, 12]).tolist() == [6, 7, 8]
+    assert dana_fig2a.break_candidates(range(5, 16)).tolist() == list(range(7, 14))
+    with pytest.raises(ValueError, match="at least 5 values"):
+        dana_fig2a.best_break([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        dana_fig2a.best_break([1, 3, 2, 4, 5], [0.1, 0.2, 0.3, 0.4, 0.5])
+    with pytest.raises(ValueError, match="1-d of one length"):
+        dana_fig2a.best_break([1, 2, 3, 4, 5], [0.1, 0.2, 0.3, 0.4])
 
 
 def test_fig2b_picks_the_cubic_model_for_cubic_slopes():
@@ -191,7 +207,8 @@ def test_published_fig2a_and_fig2b_summaries():
     """Dana et al.'s published Figures 2(a) and 2(b) data through our summaries: a sharp kink at d = d_h,
     and slopes growing like d^p with 2 < p < 3 (faster than the bounds' linear growth, short of a cube)."""
     s2a = dana_fig2a.published()
-    assert s2a.head_dim == 10 and s2a.kink > 5
+    assert s2a.head_dim == 10 and s2a.kink > 5 and s2a.best_break == 10
+    assert dana_fig2a.verdict(s2a).status == "yes"
     s2b = dana_fig2b.published()
     assert list(s2b.dims) == list(range(3, 14))
     assert 2.0 < s2b.exponent < 3.0
@@ -247,7 +264,12 @@ def test_fig4_verdict_compares_with_the_paper_count():
 def test_fig1b_verdict_and_early_share():
     concave = [_record(4, k, 8, 0.5 - 0.4 / k) for k in (1, 2, 4, 6, 8)]
     s = dana_fig1b.summarize(concave)
-    assert dana_fig1b.verdict(s).status == "partly"
+    v = dana_fig1b.verdict(s)           # grows, but bends downwards: the finding is the upward bend
+    assert v.status == "no" and "bends downwards" in v.text and v.shows.startswith("$d_h^2$ coefficient -")
+    falling = [_record(4, k, 8, 0.5 - 0.01 * k * k) for k in (1, 2, 4)]
+    assert dana_fig1b.verdict(dana_fig1b.summarize(falling)).status == "no"
+    convex = [_record(4, k, 8, 0.1 + 0.01 * k * k) for k in (1, 2, 4)]
+    assert dana_fig1b.verdict(dana_fig1b.summarize(convex)).status == "yes"
     mid, share = dana_fig1b.early_share(s)
     assert mid == 4 and share == pytest.approx((0.4 - 0.1) / (0.45 - 0.1))
     assert dana_fig1b.verdict(dana_fig1b.published()).status == "yes"
@@ -258,6 +280,18 @@ def test_fig2a_fig2b_fig3_verdicts():
     assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in sharp.items()])).status == "yes"
     soft = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.48, 6: 0.56}
     assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in soft.items()])).status == "partly"
+    mild = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.46, 6: 0.52}   # the slope drops 1.67-fold: a bend, not a halving
+    v = dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in mild.items()]))
+    assert v.status == "partly" and "without a clear kink" in v.text
+    assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in mild.items()]),
+                              kink=1.5).status == "yes"
+    late = {d: 0.1 * d if d <= 6 else 0.6 + 0.01 * (d - 6) for d in range(1, 10)}   # d_h = 4, kink at 6
+    s = dana_fig2a.summarize([_record(4, 4, d, a) for d, a in late.items()])
+    v = dana_fig2a.verdict(s)
+    assert s.best_break == 6 and s.kink >= dana_fig2a.KINK
+    assert v.status == "partly" and "break at $d = 6$" in v.text and v.shows.endswith("best break $d = 6$")
+    with pytest.raises(ValueError, match="kink must be > 1"):
+        dana_fig2a.verdict(s, kink=1.0)
     cubic = [_record(H, d, d, _phi(5 + 0.05 * d ** 3 * H)) for d in (2, 3, 4, 5) for H in (1, 2, 3)]
     s = dana_fig2b.summarize(cubic)
     assert dana_fig2b.verdict(s).status == "yes" and dana_fig2b.grows_faster_than_bounds(s)

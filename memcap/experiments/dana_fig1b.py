@@ -128,13 +128,18 @@ def verdict(s: HeadDimSummary) -> Verdict:
     """Quadratic (convex) growth in d_h, as Dana et al. find? From :func:`summarize`.
 
     Reproduced when the accuracy grows over the range and the least-squares quadratic bends upwards
-    (positive d_h² coefficient); partly when it grows but bends downwards; not when it does not grow.
+    (positive d_h² coefficient); not reproduced otherwise. Growth alone earns no partial credit: every
+    count in the book grows with d_h (Corollary 2 linearly), and the finding is the upward bend, from
+    which the paper concludes that d = d_h is best per parameter; a curve that bends downwards says the
+    opposite.
     """
     grows = bool(s.accuracy[-1] > s.accuracy[0])
-    convex = s.quadratic.coef[2] > 0
-    text = ("bends upwards, as the paper's does" if convex else "bends downwards, unlike the paper's")
+    convex = bool(s.quadratic.coef[2] > 0)
+    text = ("bends upwards, as the paper's does" if grows and convex
+            else "does not grow over the range, unlike the paper's" if not grows
+            else "bends downwards, unlike the paper's")
     shows = f"$d_h^2$ coefficient {s.quadratic.coef[2]:+.4f}"
-    return Verdict(grade([grows, convex], partial=[grows]), text, shows)
+    return Verdict(grade([grows and convex]), text, shows)
 
 
 def early_share(s: HeadDimSummary) -> tuple[int, float]:
