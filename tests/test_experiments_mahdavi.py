@@ -244,6 +244,19 @@ def test_fig3_verdict_and_capacity_check():
         mahdavi_fig3.verdict([])
 
 
+def test_fig3_misses_tell_which_observation_fails():
+    few = _saturation_model(4, [2] * 80 + [3] * 20, 1.0)           # most heads saturated fails, H = 4
+    full = _saturation_model(4, [3] * 70 + [4] * 30, 0.7)          # an unsaturated head kept fails, H = 4
+    many = _saturation_model(8, [5] * 90 + [8] * 10, 0.9)
+    assert mahdavi_fig3.misses([few, many]) == {"most heads saturated": (4,), "an unsaturated head kept": ()}
+    assert mahdavi_fig3.misses([full, many]) == {"most heads saturated": (), "an unsaturated head kept": (4,)}
+    assert mahdavi_fig3.verdict([few, many]).status == mahdavi_fig3.verdict([full, many]).status == "partly"
+    assert mahdavi_fig3.misses_text(mahdavi_fig3.misses([full, many])) == "*an unsaturated head kept* fails for $H = 4$"
+    assert mahdavi_fig3.misses_text(mahdavi_fig3.misses([many])) == "both observations hold"
+    with pytest.raises(ValueError, match="at least one"):
+        mahdavi_fig3.misses([])
+
+
 def test_fig4_flattening_and_verdict():
     assert mahdavi_fig4.flattening([1, 2, 4, 8], [0.1, 0.2, 0.4, 0.8]) == pytest.approx(1.0)
     assert mahdavi_fig4.flattening([1, 2, 4, 8], [0.1, 0.5, 0.8, 0.9]) < 0.5
