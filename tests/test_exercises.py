@@ -155,7 +155,8 @@ def test_chapter_labels():
 
 SLOW_REFERENCES = {"ex-mahdavi-relu-3",     # an exact certificate and a ReLU training run: seconds
                    "ex-mahdavi-real-models-3",   # a ViT embedding of all digits and 2000 subsets
-                   "ex-mahdavi-experiments-3"}   # trains three models: about a minute
+                   "ex-mahdavi-experiments-3",   # trains three models: about a minute
+                   "ex-mahdavi-experiments-4"}   # trains two models: about ten seconds
 
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.slow) if label in SLOW_REFERENCES
@@ -366,6 +367,28 @@ def _mexp_specs(**changes):
 
     fields = dict(context_size=8, examples=150, dim=16, **changes)
     return [MHASpec(heads=H, **fields) for H in (1, 2, 4)]
+
+
+def _edge_top():
+    """Largest weights (T, 4) at T = 140 and 180 whose examples have 0 to 4 saturated heads (0.995 saturated,
+    0.6 not), the counts cycling so that '> 2', '>= 2' and the share of pairs all differ."""
+    top = {}
+    for T in (140, 180):
+        counts = np.arange(T) % 5 if T == 140 else np.minimum(np.arange(T) % 7, 4)
+        top[T] = np.where(np.arange(4)[None, :] < counts[:, None], 0.995, 0.6)
+    return top
+
+
+def _edge_shares(top, rule="right"):
+    out = {}
+    for T, w in top.items():
+        sat = w > 0.99
+        majority = {"right": (sat.sum(1) > 2).mean(), "half": (sat.sum(1) >= 2).mean(),
+                    "pairs": sat.mean()}.get(rule, (sat.sum(1) > 2).mean())
+        unsat = (~sat).any(1).mean()
+        out[T] = {"all": (majority, 1 - unsat), "percent": (100 * majority, 100 * unsat)}.get(rule,
+                                                                                              (majority, unsat))
+    return out
 
 
 def _dana_per_head(chance=True, per_dh=True):
@@ -590,6 +613,18 @@ WRONG += [
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [30, 60, 210]), "between 0 and T = 150"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(classes=10), [30, 60, 105]), "classes should be 100"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs()[:2], [30, 60]), "each of H = 1, 2, 4"),
+    ("ex-mahdavi-experiments-4", lambda: (_edge_top(), _edge_shares(_edge_top(), "half")), "only half"),
+    ("ex-mahdavi-experiments-4", lambda: (_edge_top(), _edge_shares(_edge_top(), "pairs")),
+     "head-example pairs"),
+    ("ex-mahdavi-experiments-4", lambda: (_edge_top(), _edge_shares(_edge_top(), "all")), "every head saturated"),
+    ("ex-mahdavi-experiments-4", lambda: (_edge_top(), _edge_shares(_edge_top(), "percent")),
+     "not percentages"),
+    ("ex-mahdavi-experiments-4", lambda: ({T: np.repeat(w[:, :, None], 8, 2) for T, w in _edge_top().items()},
+                                          _edge_shares(_edge_top())), "over the last axis (n)"),
+    ("ex-mahdavi-experiments-4", lambda: ({T: w / 10 for T, w in _edge_top().items()}, _edge_shares(_edge_top())),
+     "not the minimum"),
+    ("ex-mahdavi-experiments-4", lambda: ({140: _edge_top()[140]}, _edge_shares(_edge_top())),
+     "one entry for each of [140, 180]"),
     ("ex-dana-exp-2", lambda: (19, 12), "round up"),
     ("ex-dana-exp-2", lambda: (20, 11), "1.7 H d_h + d is still below"),
     ("ex-dana-exp-3", lambda: (_dana_per_head(chance=False),), "guessed right by chance"),
@@ -624,6 +659,15 @@ def test_typical_wrong_answers_are_rejected_with_a_helpful_message(label, answer
     assert fragment in " ".join(result.message.split()), result.message
     assert not re.search(r"^\s*(def|return|import|for) ", result.message, re.MULTILINE)   # no solution code
     assert all(len(line) <= 100 for line in result.message.splitlines()), result.message
+
+
+def test_edge_checker_passes_exact_shares_and_knows_fig3s_sizes():
+    from memcap.experiments import mahdavi_fig3
+    from memcap.textbook.exercises import experiments_mahdavi
+
+    assert run_check("ex-mahdavi-experiments-4", _edge_top(), _edge_shares(_edge_top())).passed
+    assert experiments_mahdavi.EDGE[0] == mahdavi_fig3.QUICK["examples"][4]       # Fig. 11.4's T for H = 4
+    assert experiments_mahdavi.EDGE[1] in mahdavi_fig3.QUICK["capacity_candidates"]
 
 
 def test_numeric_answers_are_not_revealed_in_the_message():

@@ -3,9 +3,21 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from memcap import bounds
-from memcap.experiments import mahdavi_common
-from memcap.textbook.exercises.checking import case, checker, close, entries, expect, fail, number, numbers_by_key
+from memcap.experiments import mahdavi_common, mahdavi_fig3
+from memcap.textbook.exercises.checking import (
+    case,
+    checker,
+    close,
+    entries,
+    expect,
+    fail,
+    number,
+    numbers_by_key,
+    tensor_answer,
+)
 from memcap.train import MHASpec
 
 CHAPTER = "book/experiments/mahdavi"
@@ -71,3 +83,55 @@ def memorized_counts(specs, counts):
             expect(abs(value - round(value)) <= 1e-6 * spec.examples,
                    "a count of memorized examples is a whole number", got=count,
                    hint="count examples: multiply the training accuracy by T")
+
+
+EDGE = (140, 180)
+"""The two training-set sizes of ex-mahdavi-experiments-4 (H = 4): Fig. 11.4's T and the capacity search's."""
+
+
+@checker("ex-mahdavi-experiments-4", CHAPTER)
+def saturation_at_two_sizes(top, shares):
+    """From the largest attention weight of each of the 4 heads on each example (``top``: a dict keyed by
+    T = 140 and 180 of arrays (T, 4)), the two shares of the paper's observations at each T (``shares``: a
+    dict keyed by T of pairs): the share of examples with more than half of their heads saturated (largest
+    weight above 0.99) and the share of examples with at least one unsaturated head. Checks the arrays'
+    shapes and ranges and the shares against the arrays."""
+    tops = numbers_by_key(top, EDGE, "top")
+    pairs = numbers_by_key(shares, EDGE, "shares")
+    threshold = mahdavi_fig3.SATURATION_THRESHOLD
+    for T in EDGE:
+        with case(f"the largest weights at T = {T}"):
+            weights = tensor_answer(tops[T], (T, 4), f"top[{T}]",
+                                    hint="trained_attention gives (T, H, n): take the largest weight over the "
+                                         "last axis (n)").numpy()
+            expect(bool(np.all((weights > 0) & (weights <= 1 + 1e-6))),
+                   f"top[{T}] should hold largest softmax weights, in (0, 1]",
+                   got=f"values from {weights.min():.3g} to {weights.max():.3g}",
+                   hint="take the maximum of the attention weights, not of the scores before the softmax")
+            expect(bool(np.all(weights >= 1 / 8 - 1e-6)),
+                   f"the largest of n = 8 softmax weights is at least 1/8, but top[{T}] goes lower",
+                   got=f"{weights.min():.3g}", hint="take the maximum over the context axis (n), not the minimum")
+        with case(f"the two shares at T = {T}"):
+            given = entries(pairs[T], 2, f"shares[{T}]",
+                            hint="give a pair: (share with more than half of the heads saturated, "
+                                 "share with an unsaturated head)")
+            majority, unsaturated = (number(v, f"shares[{T}][{k}]") for k, v in enumerate(given))
+            stats = mahdavi_fig3.saturation_of_max_weights(weights, threshold)
+            want_majority = mahdavi_fig3.majority_saturated({**stats, "heads": 4})
+            want_unsaturated = stats["fraction_with_unsaturated"]
+            expect(not (majority > 1 or unsaturated > 1), "shares are fractions between 0 and 1",
+                   got=(majority, unsaturated), hint="give shares as fractions, not percentages")
+            at_least_half = float((stats["count"] >= 2).mean())
+            hint = f"count an example when more than 2 of its 4 heads have a largest weight above {threshold}"
+            if math.isclose(majority, at_least_half) and not math.isclose(at_least_half, want_majority):
+                hint = "more than half of 4 heads is 3 or 4: 2 saturated heads are only half"
+            elif math.isclose(majority, stats["fraction_saturated"]) and \
+                    not math.isclose(stats["fraction_saturated"], want_majority):
+                hint = "that is the share of saturated head-example pairs; count examples instead"
+            close(majority, want_majority, "the share of examples with more than half of their heads saturated",
+                  rtol=1e-9, atol=1e-9, hint=hint)
+            hint = f"an example counts when at least one of its heads has a largest weight of at most {threshold}"
+            if math.isclose(unsaturated, 1 - want_unsaturated) and not math.isclose(want_unsaturated, 0.5):
+                hint = "that is the share with every head saturated; the observation is about the others"
+            close(unsaturated, want_unsaturated, "the share of examples with at least one unsaturated head",
+                  rtol=1e-9, atol=1e-9, hint=hint)
