@@ -154,6 +154,13 @@ def capacity_check(model: dict) -> str:
     return f"with $H = {model['heads']}$ the search memorizes only {cap} examples, fewer than $T = {T}$"
 
 
+def _observed(models: list[dict], most: float) -> tuple[list[bool], list[bool]]:
+    """Per model: (more than half of the heads saturated on most examples, at least ``most`` of the examples
+    with an unsaturated head), the two criteria of :func:`verdict` and :func:`misses`."""
+    return ([majority_saturated(m) > 0.5 for m in models],
+            [m["fraction_with_unsaturated"] >= most for m in models])
+
+
 def verdict(models: list[dict], most: float = MOST_EXAMPLES) -> Verdict:
     """Does softmax saturate as the paper finds? From :func:`summarize`'s output (one dict per model).
 
@@ -165,8 +172,7 @@ def verdict(models: list[dict], most: float = MOST_EXAMPLES) -> Verdict:
     if not models:
         raise ValueError("models must hold at least one summarized model")
     heads = [m["heads"] for m in models]
-    majority = [majority_saturated(m) > 0.5 for m in models]
-    unsaturated = [m["fraction_with_unsaturated"] >= most for m in models]
+    majority, unsaturated = _observed(models, most)
     status = grade(majority + unsaturated)
     parts = [f"$H = {m['heads']}$: {percent(majority_saturated(m))}" for m in models]
     text = (holds(majority, heads, "more than half of the heads are saturated on most examples",
@@ -188,8 +194,8 @@ def misses(models: list[dict], most: float = MOST_EXAMPLES) -> dict[str, tuple[i
     that fail :func:`verdict` in the same way have equal ``misses``."""
     if not models:
         raise ValueError("models must hold at least one summarized model")
-    return {OBSERVATIONS[0]: tuple(m["heads"] for m in models if not majority_saturated(m) > 0.5),
-            OBSERVATIONS[1]: tuple(m["heads"] for m in models if not m["fraction_with_unsaturated"] >= most)}
+    return {name: tuple(m["heads"] for m, hit in zip(models, hits) if not hit)
+            for name, hits in zip(OBSERVATIONS, _observed(models, most))}
 
 
 def misses_text(missed: dict[str, tuple[int, ...]]) -> str:
@@ -203,7 +209,7 @@ def misses_text(missed: dict[str, tuple[int, ...]]) -> str:
 def unsaturated_text(models: list[dict], most: float = MOST_EXAMPLES) -> str:
     """'almost every example keeps ...' or the share that does, as a clause for the prose."""
     heads = [m["heads"] for m in models]
-    hits = [m["fraction_with_unsaturated"] >= most for m in models]
+    hits = _observed(models, most)[1]
     shares = ", ".join(f"{percent(m['fraction_with_unsaturated'])} with $H = {m['heads']}$" for m in models)
     return (holds(hits, heads, "almost every example keeps at least one unsaturated head",
                   "many examples have every head saturated", symbol="H") + f" ({shares})")
