@@ -231,6 +231,37 @@ def test_abandon_stops_a_process_pool_at_once(record_property):
     assert not future.done() or future.cancelled() or future.exception() is not None, "the job completed"
 
 
+
+def test_abandon_ends_a_local_dask_clusters_workers_before_closing_it(capfd, record_property):
+    """A local dask cluster's job is running: abandon ends the worker processes (ours) before the cluster
+    closes. Left to the cluster's close, a worker busy with a job lived on for the nanny's 4-s grace while
+    the scheduler went away, and a CI run on a loaded machine once printed the worker's "Failed to
+    communicate with scheduler during heartbeat" traceback after the user's Ctrl-C."""
+    import time
+
+    pytest.importorskip("distributed")
+    ex = make_executor("dask", workers=1)
+    pids = [nanny.pid for nanny in ex.cluster.workers.values()]
+    seen_at_close = []
+    close = ex.shutdown
+    ex.shutdown = lambda wait=True: (seen_at_close.append([_running(p) for p in pids]), close(wait=wait))
+    try:
+        future = ex.submit(time.sleep, 300)
+        deadline = time.monotonic() + 60
+        while not any(ex.client.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any(ex.client.processing().values()), "the job never started"
+        start = time.perf_counter()
+        abandon(ex)
+        record_property("abandon_seconds", round(time.perf_counter() - start, 3))
+    finally:
+        if not seen_at_close:
+            close()
+    assert pids and seen_at_close == [[False] * len(pids)], "a worker still ran when the cluster was closed"
+    assert not future.done() or future.cancelled(), "the job completed"
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ERROR" not in err, err
+
 _LEAVER = """
 import os, sys, time
 import concurrent.futures.process as pool_module

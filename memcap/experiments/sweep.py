@@ -680,14 +680,60 @@ class _DaskExecutor:
             self.cluster.close()
 
     def abandon(self) -> None:
-        """Cancel every queued and running task on the cluster now (quietly: the user asked for it)."""
+        """Cancel every queued and running task on the cluster now (quietly: the user asked for it).
+
+        A local cluster's worker processes (ours) are ended first, with SIGKILL, as a process pool's are:
+        a worker busy with a running job cannot stop it, and left to the cluster's own close it kept the
+        job running for up to the nanny's 4-s grace while the scheduler went away, and could print
+        "Failed to communicate with scheduler during heartbeat" and its traceback on the user's terminal
+        (seen once, on a loaded machine). A remote cluster's workers are not ours: there the tasks are
+        only cancelled."""
         import logging
 
         logging.getLogger("distributed").setLevel(logging.ERROR)
         futures = list(getattr(self._executor, "_futures", ()))
         if futures:
             self.client.cancel(futures, force=True)
+        if self.cluster is not None:
+            _end_local_workers(self.cluster)
         self.shutdown(wait=False)
+
+
+def _end_local_workers(cluster: Any) -> None:
+    """SIGKILL the worker processes of our own dask ``LocalCluster``, each nanny told first not to restart
+    its worker (``close_gracefully``), and wait (at most 10 s) until they are gone."""
+    import signal
+
+    pids = []
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(nanny, "pid", None)
+        if not pid:   # a thread worker (processes=False) or a worker not started yet
+            continue
+        nanny.close_gracefully(reason="memcap-sweep-interrupted")
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        pids.append(pid)
+    deadline = time.monotonic() + 10
+    while pids and time.monotonic() < deadline:
+        pids = [pid for pid in pids if _pid_running(pid)]
+        time.sleep(0.02)
+
+
+def _pid_running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    if not os.path.isdir("/proc"):   # macOS: ask the kernel (a zombie counts as running there)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return False
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -815,8 +861,9 @@ def abandon(executor: Any) -> None:
     """Stop ``executor`` at once after an interruption, dropping its queued and running jobs.
 
     Process pools: queued jobs are cancelled and the workers terminated. Dask: every task is cancelled on
-    the cluster. Threads cannot be stopped from outside: their queue is cancelled, and the command line
-    ends the process without waiting for the running ones.
+    the cluster, and a local cluster's worker processes (ours) are ended before it closes. Threads cannot
+    be stopped from outside: their queue is cancelled, and the command line ends the process without
+    waiting for the running ones.
     """
     if isinstance(executor, cf.ProcessPoolExecutor):
         processes = list((getattr(executor, "_processes", None) or {}).values())
