@@ -20,10 +20,13 @@ __all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated"]
 
 @dataclass(frozen=True)
 class PolyFit:
-    """A least-squares polynomial ``y ≈ sum_k coef[k] x**k`` (lowest degree first) and its R²."""
+    """A least-squares polynomial ``y ≈ sum_k coef[k] x**k`` (lowest degree first), its R² and the standard
+    error of each coefficient (``stderr``, same order; NaN where the points leave no residual degree of
+    freedom, i.e. no more points than coefficients)."""
 
     coef: tuple[float, ...]
     r2: float
+    stderr: tuple[float, ...]
 
     def __call__(self, x) -> np.ndarray:
         return np.polynomial.polynomial.polyval(np.asarray(x, dtype=float), self.coef)
@@ -85,8 +88,23 @@ def poly_fit(x: Sequence[float], y: Sequence[float], degree: int) -> PolyFit:
                          if distinct == 1 else f"x must have at least degree + 1 = {int(degree) + 1} distinct "
                          f"values for a fit of degree {int(degree)}, got {distinct}")
     coef = np.polynomial.polynomial.polyfit(xa, ya, int(degree))
-    fit = PolyFit(tuple(float(c) for c in coef), 0.0)
-    return PolyFit(fit.coef, r_squared(ya, fit(xa)))
+    fitted = np.polynomial.polynomial.polyval(xa, coef)
+    return PolyFit(tuple(float(c) for c in coef), r_squared(ya, fitted), _stderr(xa, ya - fitted, int(degree)))
+
+
+def _stderr(x: np.ndarray, residual: np.ndarray, degree: int) -> tuple[float, ...]:
+    """Ordinary least-squares standard errors of a polynomial fit's coefficients (lowest degree first):
+    sqrt(s² [(XᵀX)⁻¹]_kk) with X the Vandermonde matrix of ``x`` and s² = Σ residual² / (n - degree - 1)
+    the residual variance (NaN for every coefficient when n = degree + 1). Computed through X = QR,
+    (XᵀX)⁻¹ = R⁻¹R⁻ᵀ, without forming XᵀX."""
+    dof = x.size - degree - 1
+    if dof <= 0:
+        return (float("nan"),) * (degree + 1)
+    scale = max(1.0, float(np.abs(x).max()))   # columns of comparable size before the factorization
+    r = np.linalg.qr(np.vander(x / scale, degree + 1, increasing=True), mode="r")
+    r_inv = np.linalg.solve(r, np.eye(degree + 1))
+    variance = float(residual @ residual) / dof
+    return tuple(float(np.sqrt(variance * (r_inv[k] @ r_inv[k]))) / scale ** k for k in range(degree + 1))
 
 
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> PolyFit:

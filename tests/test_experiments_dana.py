@@ -266,10 +266,26 @@ def test_fig1b_verdict_and_early_share():
     s = dana_fig1b.summarize(concave)
     v = dana_fig1b.verdict(s)           # grows, but bends downwards: the finding is the upward bend
     assert v.status == "no" and "bends downwards" in v.text and v.shows.startswith("$d_h^2$ coefficient -")
-    falling = [_record(4, k, 8, 0.5 - 0.01 * k * k) for k in (1, 2, 4)]
+    assert f"± {s.curvature_se:.4f}" in v.shows and 0 < s.curvature_se < abs(s.quadratic.coef[2]) / 2
+    falling = [_record(4, k, 8, 0.5 - 0.01 * k * k) for k in (1, 2, 4, 6)]
+    assert dana_fig1b.bend(dana_fig1b.summarize(falling)) == "flat"
     assert dana_fig1b.verdict(dana_fig1b.summarize(falling)).status == "no"
-    convex = [_record(4, k, 8, 0.1 + 0.01 * k * k) for k in (1, 2, 4)]
+    convex = [_record(4, k, 8, 0.1 + 0.01 * k * k) for k in (1, 2, 4, 6)]
     assert dana_fig1b.verdict(dana_fig1b.summarize(convex)).status == "yes"
+    # a line with scatter: some d_h² coefficient, but within two standard errors of 0
+    wobbly = [_record(4, k, 8, 0.1 + 0.05 * k + e) for k, e in zip(range(1, 9), (0, .01, -.01, .01, 0, -.01, .01, 0))]
+    w = dana_fig1b.summarize(wobbly)
+    assert w.quadratic.coef[2] != 0 and abs(w.quadratic.coef[2]) < 2 * w.curvature_se
+    v = dana_fig1b.verdict(w)
+    assert v.status == "no" and v.text == "has no clear bend, unlike the paper's upward one"
+    # seeds count as points: the same means, scattered over two seeds, leave a larger standard error
+    seeds = [_record(4, k, 8, 0.1 + 0.01 * k * k + e, seed=i) for k in (1, 2, 4, 6)
+             for i, e in enumerate((0.004, -0.004))]
+    assert dana_fig1b.summarize(seeds).quadratic.coef == pytest.approx(dana_fig1b.summarize(convex).quadratic.coef)
+    assert dana_fig1b.summarize(seeds).curvature_se > dana_fig1b.summarize(convex).curvature_se
+    three = [_record(4, k, 8, 0.1 + 0.01 * k * k) for k in (1, 2, 4)]   # a quadratic fits any 3 points
+    assert np.isnan(dana_fig1b.summarize(three).curvature_se)
+    assert dana_fig1b.bend(dana_fig1b.summarize(three)) == "unclear"
     mid, share = dana_fig1b.early_share(s)
     assert mid == 4 and share == pytest.approx((0.4 - 0.1) / (0.45 - 0.1))
     assert dana_fig1b.verdict(dana_fig1b.published()).status == "yes"

@@ -25,6 +25,21 @@ def test_quadratic_fit_and_r2_below_one_with_noise():
     assert fits.linear_fit(x, y).r2 < fits.poly_fit(x, y, 2).r2
 
 
+
+def test_standard_errors_are_the_textbook_ones():
+    """sqrt(s² (XᵀX)⁻¹_kk), s² = RSS / (n - p), written out with the normal equations; the same on x in the
+    thousands (where XᵀX is badly scaled); 0 for exact data with points to spare; NaN with none to spare."""
+    rng = np.random.default_rng(0)
+    for x, degree in ((np.repeat(np.arange(1.0, 11.0), 5), 2), (np.linspace(100.0, 10_000.0, 20), 1)):
+        y = 0.1 + 0.02 * x + 0.005 * x**2 + rng.normal(0, 0.02 * x.max(), x.size)
+        X = np.vander(x, degree + 1, increasing=True)
+        beta = np.linalg.solve(X.T @ X, X.T @ y)
+        residual = y - X @ beta
+        cov = residual @ residual / (x.size - degree - 1) * np.linalg.inv(X.T @ X)
+        assert fits.poly_fit(x, y, degree).stderr == pytest.approx(np.sqrt(np.diag(cov)), rel=1e-6)
+    assert fits.poly_fit(np.arange(6.0), 1 + np.arange(6.0) ** 2, 2).stderr == pytest.approx((0, 0, 0), abs=1e-7)
+    assert all(np.isnan(fits.poly_fit([1, 2, 3], [1, 2, 5], 2).stderr))
+
 def test_r_squared_of_the_mean_is_zero():
     y = np.array([1.0, 2.0, 3.0])
     assert fits.r_squared(y, np.full(3, 2.0)) == pytest.approx(0.0)

@@ -26,6 +26,10 @@ TITLE = "AoT accuracy vs head dimension d_h"
 PAPER_DEGREE = 2
 """Dana et al., Figure 1(b): the least-squares polynomial in d_h that matches the accuracy is quadratic."""
 
+BEND_SE = 2.0
+"""A bend counts (upwards or downwards) when the d_h² coefficient is more than this many of its standard
+errors away from 0 (:attr:`HeadDimSummary.curvature_se`); closer, the curve has no clear bend."""
+
 PUBLISHED = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
     "axis": "head_dim",
@@ -83,7 +87,10 @@ class HeadDimSummary:
     """Accuracy vs d_h at fixed H, d, N (mean and std over seeds, arrays (k,) over ``head_dim``).
 
     ``quadratic``/``line``: least-squares fits of degree 2 and 1 in d_h to the mean accuracy (Dana et al.
-    fit the quadratic); ``cor2`` = phi(H d_h + d) and ``previous`` = phi(H(d_h - 1) + 1) per d_h.
+    fit the quadratic); ``curvature_se``: the standard error of the d_h² coefficient of the quadratic
+    fitted to every model's accuracy (each seed a point, so both the seeds' scatter and the curve's
+    departure from a quadratic count; with one seed, only the latter; NaN with 3 points, which a
+    quadratic fits exactly); ``cor2`` = phi(H d_h + d) and ``previous`` = phi(H(d_h - 1) + 1) per d_h.
     """
 
     head_dim: np.ndarray
@@ -93,6 +100,7 @@ class HeadDimSummary:
     previous: np.ndarray
     quadratic: PolyFit
     line: PolyFit
+    curvature_se: float
     heads: int
     dim: int
     vocab: int
@@ -116,7 +124,9 @@ def summarize(results, *, shared_compression: bool = False) -> HeadDimSummary:
         head_dim=d_h, accuracy=acc, spread=spread,
         cor2=np.array([bounds.cor2_accuracy(H, int(k), d, N, T0) for k in d_h]),
         previous=np.array([previous_accuracy(H, int(k), N, T0) for k in d_h]),
-        quadratic=poly_fit(d_h, acc, 2), line=linear_fit(d_h, acc), heads=H, dim=d, vocab=N, T0=T0)
+        quadratic=poly_fit(d_h, acc, 2), line=linear_fit(d_h, acc),
+        curvature_se=poly_fit([r["head_dim"] for r in records], [r["accuracy"] for r in records], 2).stderr[2],
+        heads=H, dim=d, vocab=N, T0=T0)
 
 
 def published() -> HeadDimSummary:
@@ -124,22 +134,43 @@ def published() -> HeadDimSummary:
     return summarize(published_records(PUBLISHED))
 
 
+def bend(s: HeadDimSummary) -> str:
+    """The curve's shape, from :func:`summarize`: 'flat' when the accuracy does not grow from the first
+    d_h to the last; else 'upwards' or 'downwards' when the d_h² coefficient is more than
+    :data:`BEND_SE` standard errors above or below 0, and 'unclear' when it is not (or when its standard
+    error is unknown: 3 points, which any quadratic fits exactly)."""
+    c2, se = s.quadratic.coef[2], s.curvature_se
+    if not s.accuracy[-1] > s.accuracy[0]:
+        return "flat"
+    if np.isfinite(se) and abs(c2) > BEND_SE * se:
+        return "upwards" if c2 > 0 else "downwards"
+    return "unclear"
+
+
+SHAPES = {"upwards": "bends upwards", "downwards": "bends downwards", "unclear": "has no clear bend",
+          "flat": "does not grow over the range"}
+"""What a curve does, for each :func:`bend` (the chapter's sentences and the verdict's)."""
+
+BEND_TEXT = {shape: words + (", as the paper's does" if shape == "upwards" else
+                             ", unlike the paper's upward one" if shape == "unclear" else ", unlike the paper's")
+             for shape, words in SHAPES.items()}
+"""The verdict's words for each :func:`bend`."""
+
+
 def verdict(s: HeadDimSummary) -> Verdict:
     """Quadratic (convex) growth in d_h, as Dana et al. find? From :func:`summarize`.
 
-    Reproduced when the accuracy grows over the range and the least-squares quadratic bends upwards
-    (positive d_h² coefficient); not reproduced otherwise. Growth alone earns no partial credit: every
-    count in the book grows with d_h (Corollary 2 linearly), and the finding is the upward bend, from
-    which the paper concludes that d = d_h is best per parameter; a curve that bends downwards says the
-    opposite.
+    Reproduced when the accuracy grows over the range and the least-squares quadratic bends upwards by
+    more than :data:`BEND_SE` standard errors of its d_h² coefficient (:func:`bend`); not reproduced
+    otherwise. Growth alone earns no partial credit: every count in the book grows with d_h (Corollary 2
+    linearly), and the finding is the upward bend, from which the paper concludes that d = d_h is best
+    per parameter; a curve that bends downwards says the opposite, and one whose coefficient is within
+    noise of 0 does not show it.
     """
-    grows = bool(s.accuracy[-1] > s.accuracy[0])
-    convex = bool(s.quadratic.coef[2] > 0)
-    text = ("bends upwards, as the paper's does" if grows and convex
-            else "does not grow over the range, unlike the paper's" if not grows
-            else "bends downwards, unlike the paper's")
-    shows = f"$d_h^2$ coefficient {s.quadratic.coef[2]:+.4f}"
-    return Verdict(grade([grows and convex]), text, shows)
+    shape = bend(s)
+    se = f" ± {s.curvature_se:.4f}" if np.isfinite(s.curvature_se) else ""
+    shows = f"$d_h^2$ coefficient {s.quadratic.coef[2]:+.4f}{se}"
+    return Verdict(grade([shape == "upwards"]), BEND_TEXT[shape], shows)
 
 
 def early_share(s: HeadDimSummary) -> tuple[int, float]:
