@@ -266,7 +266,7 @@ def test_fig1b_verdict_and_early_share():
     s = dana_fig1b.summarize(concave)
     v = dana_fig1b.verdict(s)           # grows, but bends downwards: the finding is the upward bend
     assert v.status == "no" and "bends downwards" in v.text and v.shows.startswith("$d_h^2$ coefficient -")
-    assert f"± {s.curvature_se:.4f}" in v.shows and 0 < s.curvature_se < abs(s.quadratic.coef[2]) / 2
+    assert f"\u00a0±\u00a0{s.curvature_se:.4f}" in v.shows and 0 < s.curvature_se < abs(s.quadratic.coef[2]) / 2
     falling = [_record(4, k, 8, 0.5 - 0.01 * k * k) for k in (1, 2, 4, 6)]
     assert dana_fig1b.bend(dana_fig1b.summarize(falling)) == "flat"
     assert dana_fig1b.verdict(dana_fig1b.summarize(falling)).status == "no"

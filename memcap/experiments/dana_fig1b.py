@@ -168,7 +168,7 @@ def verdict(s: HeadDimSummary) -> Verdict:
     noise of 0 does not show it.
     """
     shape = bend(s)
-    se = f" ± {s.curvature_se:.4f}" if np.isfinite(s.curvature_se) else ""
+    se = f"\u00a0±\u00a0{s.curvature_se:.4f}" if np.isfinite(s.curvature_se) else ""   # unbroken
     shows = f"$d_h^2$ coefficient {s.quadratic.coef[2]:+.4f}{se}"
     return Verdict(grade([shape == "upwards"]), BEND_TEXT[shape], shows)
 
