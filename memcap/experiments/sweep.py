@@ -704,6 +704,7 @@ def _end_local_workers(cluster: Any) -> None:
     its worker (``close_gracefully``), and wait (at most 10 s) until they are gone."""
     import signal
 
+    kill = getattr(signal, "SIGKILL", signal.SIGTERM)   # Windows has no SIGKILL; its SIGTERM terminates
     pids = []
     for nanny in list(getattr(cluster, "workers", {}).values()):
         pid = getattr(nanny, "pid", None)
@@ -711,8 +712,8 @@ def _end_local_workers(cluster: Any) -> None:
             continue
         nanny.close_gracefully(reason="memcap-sweep-interrupted")
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+            os.kill(pid, kill)
+        except (ProcessLookupError, PermissionError):   # already gone (its pid perhaps reused)
             continue
         pids.append(pid)
     deadline = time.monotonic() + 10
@@ -723,6 +724,8 @@ def _end_local_workers(cluster: Any) -> None:
 
 def _pid_running(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    if os.name != "posix":   # Windows: os.kill(pid, 0) would send Ctrl-C; TerminateProcess does not linger
+        return False
     if not os.path.isdir("/proc"):   # macOS: ask the kernel (a zombie counts as running there)
         try:
             os.kill(pid, 0)
