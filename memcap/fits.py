@@ -7,6 +7,7 @@ complex, non-numeric and non-finite input is refused naming the argument.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -15,7 +16,11 @@ import torch
 
 from memcap._checks import finite_real, holds_values
 
-__all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated"]
+__all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated", "SIGNIFICANT_SE", "clearly_apart"]
+
+SIGNIFICANT_SE = 2.0
+"""Two fitted numbers are told apart when they differ by more than this many standard errors of their
+difference (:func:`clearly_apart`): about a 95 % two-sided level for normal errors."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,23 @@ def _stderr(x: np.ndarray, residual: np.ndarray, degree: int) -> tuple[float, ..
     r_inv = np.linalg.solve(r, np.eye(degree + 1))
     variance = float(residual @ residual) / dof
     return tuple(float(np.sqrt(variance * (r_inv[k] @ r_inv[k]))) / scale ** k for k in range(degree + 1))
+
+
+def clearly_apart(a: float, se_a: float, b: float = 0.0, se_b: float = 0.0) -> bool:
+    """Whether the estimates ``a`` ± ``se_a`` and ``b`` ± ``se_b`` (standard errors, independent; ``b`` 0 with
+    no error by default: is ``a`` clearly nonzero?) differ by more than :data:`SIGNIFICANT_SE` standard
+    errors of ``a - b``. False when a standard error is NaN (unknown: a fit with no point to spare)."""
+    a, b = finite_real("a", a), finite_real("b", b)
+    errors = []
+    for name, se in (("se_a", se_a), ("se_b", se_b)):
+        if isinstance(se, bool) or not isinstance(se, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number (a standard error), got {se!r}")
+        if math.isnan(se):
+            return False
+        if not se >= 0 or math.isinf(se):
+            raise ValueError(f"{name} must be a finite standard error >= 0 (or NaN: unknown), got {se}")
+        errors.append(float(se))
+    return abs(a - b) > SIGNIFICANT_SE * math.hypot(*errors)
 
 
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> PolyFit:

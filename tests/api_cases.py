@@ -759,6 +759,9 @@ def cases() -> dict[str, Case]:
         Case(fits.r_squared, lambda dev: {"y": xy(dev)["y"], "y_hat": xy(dev)["y"] * 0.9}, tensors=("y", "y_hat")),
         Case(fits.poly_fit, lambda dev: {**xy(dev), "degree": 2}, tensors=("x", "y")),
         Case(fits.linear_fit, xy, tensors=("x", "y")),
+        # se_a and se_b take NaN on purpose (an unknown error: never told apart); a negative or infinite one is
+        # refused (tests/test_fits.py)
+        Case(fits.clearly_apart, lambda dev: {"a": 1.0, "se_a": 0.1, "b": 0.2, "se_b": 0.1}, reals=("a", "b")),
         Case(fits.non_saturated, lambda dev: {**xy(dev), "ceiling": 0.99, "floor": 0.0}, tensors=("x", "y"),
              reals=("ceiling", "floor")),
         # memcap.linalg: the randomized tests on real models' features

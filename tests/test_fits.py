@@ -40,6 +40,20 @@ def test_standard_errors_are_the_textbook_ones():
     assert fits.poly_fit(np.arange(6.0), 1 + np.arange(6.0) ** 2, 2).stderr == pytest.approx((0, 0, 0), abs=1e-7)
     assert all(np.isnan(fits.poly_fit([1, 2, 3], [1, 2, 5], 2).stderr))
 
+
+def test_clearly_apart_counts_standard_errors_of_the_difference():
+    assert fits.clearly_apart(0.5, 0.2) and not fits.clearly_apart(0.4, 0.2)        # 2.5 and 2 errors from 0
+    assert fits.clearly_apart(-0.5, 0.2) and not fits.clearly_apart(0.0, 0.0)
+    assert not fits.clearly_apart(1.0, 0.3, 0.2, 0.4)   # 0.8 apart, hypot(0.3, 0.4) = 0.5: 1.6 errors
+    assert fits.clearly_apart(1.0, 0.3, -0.2, 0.4)      # 1.2 apart: 2.4 errors
+    assert not fits.clearly_apart(5.0, float("nan"))     # unknown error: never told apart
+    for bad, match in ((dict(se_a=-0.1), "se_a must be a finite standard error >= 0"),
+                       (dict(se_a=float("inf")), "se_a must be a finite standard error"),
+                       (dict(se_a="0.1"), "se_a must be a real number"),
+                       (dict(se_a=0.1, a=float("nan")), "a must be a finite real number")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            fits.clearly_apart(**{"a": 1.0, **bad})
+
 def test_r_squared_of_the_mean_is_zero():
     y = np.array([1.0, 2.0, 3.0])
     assert fits.r_squared(y, np.full(3, 2.0)) == pytest.approx(0.0)

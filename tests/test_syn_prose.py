@@ -270,6 +270,16 @@ def test_start_clause(a, b, says):
 def test_steeper_and_cost_clauses():
     assert "power of $d_h$ is the larger" in sp.steeper_clause(1.2, 0.8)
     assert "is not the larger" in sp.steeper_clause(0.8, 0.8)
+    # with standard errors: 0.4 apart with errors 0.1 each is 2.8 standard errors of the difference
+    assert "is the larger" in sp.steeper_clause(1.2, 0.8, 0.1, 0.1)
+    loose = sp.steeper_clause(0.71, 0.37, 0.59, 0.21)   # the quick run's exponents, about
+    assert "0.71\u00a0±\u00a00.59 with a shared compression, 0.37\u00a0±\u00a00.21 for Eq. (2)" in loose
+    assert loose.endswith("differ by less than 2 standard errors of their difference: these fits do not rank them")
+    assert "no standard error" in sp.steeper_clause(1.2, 0.8, float("nan"), 0.1)
+    with pytest.raises(ValueError, match="given together"):
+        sp.steeper_clause(1.2, 0.8, 0.1)
+    with pytest.raises(ValueError, match="se_b must be a finite standard error >= 0"):
+        sp.steeper_clause(1.2, 0.8, 0.1, -0.1)
     assert "rise with" in sp.cost_clause([[1.0, 2.0], [0.5]])
     assert "fall with" in sp.cost_clause([[-1.0], [-0.5, -0.1]])
     assert "rise with $d_h$ at some steps and fall at others" in sp.cost_clause([[1.0, -2.0], [0.5]])

@@ -16,7 +16,7 @@ from memcap.experiments import recorded
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.experiments.verdicts import Verdict, grade
-from memcap.fits import PolyFit, linear_fit, poly_fit
+from memcap.fits import SIGNIFICANT_SE, PolyFit, clearly_apart, linear_fit, poly_fit
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig1b"
@@ -26,9 +26,10 @@ TITLE = "AoT accuracy vs head dimension d_h"
 PAPER_DEGREE = 2
 """Dana et al., Figure 1(b): the least-squares polynomial in d_h that matches the accuracy is quadratic."""
 
-BEND_SE = 2.0
+BEND_SE = SIGNIFICANT_SE
 """A bend counts (upwards or downwards) when the d_h² coefficient is more than this many of its standard
-errors away from 0 (:attr:`HeadDimSummary.curvature_se`); closer, the curve has no clear bend."""
+errors away from 0 (:attr:`HeadDimSummary.curvature_se`, :func:`memcap.fits.clearly_apart`); closer, the
+curve has no clear bend."""
 
 PUBLISHED = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
@@ -142,7 +143,7 @@ def bend(s: HeadDimSummary) -> str:
     c2, se = s.quadratic.coef[2], s.curvature_se
     if not s.accuracy[-1] > s.accuracy[0]:
         return "flat"
-    if np.isfinite(se) and abs(c2) > BEND_SE * se:
+    if clearly_apart(c2, se):
         return "upwards" if c2 > 0 else "downwards"
     return "unclear"
 

@@ -372,11 +372,26 @@ def start_clause(shared_first: float, separate_first: float) -> str:
     return "At $d_h = 1$ the shared compression starts higher, against expectation"
 
 
-def steeper_clause(shared_slope: float, separate_slope: float) -> str:
-    """Whether the shared compression's fitted exponent exceeds that of the AoT of Eq. (2)."""
+def steeper_clause(shared_slope: float, separate_slope: float, shared_se: float | None = None,
+                   separate_se: float | None = None) -> str:
+    """Whether the shared compression's fitted exponent exceeds that of the AoT of Eq. (2). Given the two
+    exponents' standard errors (``shared_se``, ``separate_se``; NaN: unknown), exponents that
+    :func:`memcap.fits.clearly_apart` cannot tell apart are said to be ranked by neither fit."""
+    from memcap.fits import SIGNIFICANT_SE, clearly_apart
+
     a, b = float(shared_slope), float(separate_slope)
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"the slopes must be finite, got {a} and {b}")
+    if (shared_se is None) != (separate_se is None):
+        raise ValueError("shared_se and separate_se must be given together (or neither)")
+    if shared_se is not None and not clearly_apart(a, shared_se, b, separate_se):
+        if math.isnan(shared_se) or math.isnan(separate_se):
+            return (f"and the two fitted powers of $d_h$ ({a:.2f} with a shared compression, {b:.2f} for Eq. (2)) "
+                    "are not ranked here: a fit through no more points than it has parameters has no "
+                    "standard error")
+        return (f"and the two fitted powers of $d_h$ ({a:.2f}\u00a0±\u00a0{shared_se:.2f} with a shared "
+                f"compression, {b:.2f}\u00a0±\u00a0{separate_se:.2f} for Eq. (2)) differ by less than "
+                f"{SIGNIFICANT_SE:g} standard errors of their difference: these fits do not rank them")
     if a > b:
         return ("and its fitted power of $d_h$ is the larger, which a curve that starts low gets even where it "
                 "does not gain more at every step")
