@@ -121,11 +121,11 @@ def clearly_apart(a: float, se_a: float, b: float = 0.0, se_b: float = 0.0) -> b
     for name, se in (("se_a", se_a), ("se_b", se_b)):
         if isinstance(se, bool) or not isinstance(se, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name} must be a real number (a standard error), got {se!r}")
-        if math.isnan(se):
-            return False
-        if not se >= 0 or math.isinf(se):
+        if not math.isnan(se) and not 0 <= se < math.inf:
             raise ValueError(f"{name} must be a finite standard error >= 0 (or NaN: unknown), got {se}")
         errors.append(float(se))
+    if any(math.isnan(se) for se in errors):   # checked only once both are valid
+        return False
     return abs(a - b) > SIGNIFICANT_SE * math.hypot(*errors)
 
 

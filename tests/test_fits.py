@@ -50,7 +50,9 @@ def test_clearly_apart_counts_standard_errors_of_the_difference():
     for bad, match in ((dict(se_a=-0.1), "se_a must be a finite standard error >= 0"),
                        (dict(se_a=float("inf")), "se_a must be a finite standard error"),
                        (dict(se_a="0.1"), "se_a must be a real number"),
-                       (dict(se_a=0.1, a=float("nan")), "a must be a finite real number")):
+                       (dict(se_a=0.1, a=float("nan")), "a must be a finite real number"),
+                       # a bad se_b is refused even beside an unknown se_a
+                       (dict(se_a=float("nan"), se_b=-1.0), "se_b must be a finite standard error")):
         with pytest.raises((TypeError, ValueError), match=match):
             fits.clearly_apart(**{"a": 1.0, **bad})
 
