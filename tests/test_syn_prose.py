@@ -256,6 +256,38 @@ def test_growth_word_and_the_quadratic_verdict_share_a_threshold(alpha, word):
     assert quadratic == (word == "about quadratic")
 
 
+def test_quadratic_verdict_weighs_the_exponents_standard_errors():
+    nan = float("nan")
+    # the quick run's exponents, about: 0.71 + 2 x 0.59 = 1.89 < 2, 0.37 + 2 x 0.21 < 2
+    assert sp.quadratic_verdict([0.71, 0.37], [0.59, 0.21]) == (
+        "Neither architecture's capacity grows quadratically in $d_h$ at this size: each fitted exponent lies "
+        "more than 2 standard errors below the quadratic's $\\alpha = 2$")
+    # below 1.7, but 1.45 + 2 x 0.3 > 2: not ruled out, and the sentence shows which exponent and why
+    loose = sp.quadratic_verdict([1.45, 0.37], [0.3, 0.21])
+    assert loose.startswith("No fitted exponent reaches the 1.7 read here as about quadratic, but these fits "
+                            "cannot rule quadratic growth out")
+    assert "1.45\u00a0±\u00a00.30: within 2 standard errors of $\\alpha = 2$" in loose and "0.37" not in loose
+    assert "1.45: no standard error" in sp.quadratic_verdict([1.45, 0.37], [nan, 0.21])
+    # at or above 1.7: about quadratic only when clearly above linear growth (1)
+    assert sp.quadratic_verdict([1.8, 0.37], [0.1, 0.21]).startswith("At least one architecture's capacity grows")
+    unsettled = sp.quadratic_verdict([1.9, 0.37], [0.5, 0.21])
+    assert ("($\\alpha =$ 1.90\u00a0±\u00a00.50), but it lies within 2 standard errors of linear growth's "
+            "$\\alpha = 1$") in unsettled
+    assert "it has no standard error" in sp.quadratic_verdict([1.9, 0.37], [nan, 0.21])
+    # a settled one is reported even when a larger unsettled one exists
+    assert "1.75\u00a0±\u00a00.05" in sp.quadratic_verdict([1.9, 1.75], [1.0, 0.05])
+    # without errors, the point estimates decide as before
+    assert sp.quadratic_verdict([1.45, 0.37]).startswith("Neither")
+    with pytest.raises(ValueError, match="one standard error per slope"):
+        sp.quadratic_verdict([0.5, 0.5], [0.1])
+    with pytest.raises(ValueError, match=r"stderrs\[0\] must be a finite standard error >= 0"):
+        sp.quadratic_verdict([0.5, 0.5], [-0.1, 0.1])
+    with pytest.raises(ValueError, match=r"stderrs\[1\] must be a finite standard error"):
+        sp.quadratic_verdict([0.5, 0.5], [0.1, float("inf")])
+    with pytest.raises(TypeError, match=r"stderrs\[1\] must be a real number"):
+        sp.quadratic_verdict([0.5, 0.5], [0.1, "x"])
+
+
 def test_shape_clause_says_where_a_curve_falls():
     assert sp.shape_clause(0.71, [16, 53, 43], [1, 2, 4]).startswith("not monotone: it falls from $d_h = 2$ to 4")
     with pytest.raises(ValueError, match="same length"):

@@ -412,11 +412,53 @@ def cost_clause(steps: Sequence[Sequence[float]]) -> str:
     return "the parameters per memorized example rise with $d_h$ at some steps and fall at others"
 
 
-def quadratic_verdict(slopes: Sequence[float]) -> str:
-    """Whether any architecture's capacity grows about quadratically in d_h (exponent >= :data:`QUADRATIC`)."""
+def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None = None) -> str:
+    """Whether any architecture's capacity grows about quadratically in d_h (exponent >= :data:`QUADRATIC`).
+
+    Given the exponents' standard errors ``stderrs`` (one per slope; NaN: unknown), the verdict also weighs
+    them (:func:`memcap.fits.clearly_apart`, :data:`memcap.fits.SIGNIFICANT_SE` standard errors): "neither
+    grows quadratically" needs every exponent clearly below 2, and an exponent that reaches
+    :data:`QUADRATIC` while not clearly above 1 (linear growth) is said not to settle it.
+    """
+    from memcap.fits import SIGNIFICANT_SE, clearly_apart
+
     values = [float(v) for v in slopes]
     if not values or not all(math.isfinite(v) for v in values):
         raise ValueError(f"slopes must be finite numbers, at least one, got {slopes!r}")
-    if max(values) < QUADRATIC:
-        return "Neither architecture's capacity grows quadratically in $d_h$ at this size"
-    return "At least one architecture's capacity grows about quadratically in $d_h$"
+    if stderrs is None:
+        if max(values) < QUADRATIC:
+            return "Neither architecture's capacity grows quadratically in $d_h$ at this size"
+        return "At least one architecture's capacity grows about quadratically in $d_h$"
+    if isinstance(stderrs, (str, bytes)) or not hasattr(stderrs, "__len__") or len(stderrs) != len(values):
+        raise ValueError(f"stderrs must hold one standard error per slope ({len(values)}), got {stderrs!r}")
+    for i, se in enumerate(stderrs):   # a negative or infinite error, or a non-number: refused, named
+        try:
+            clearly_apart(0.0, se)
+        except (TypeError, ValueError) as e:
+            raise type(e)(str(e).replace("se_a", f"stderrs[{i}]", 1)) from None
+    errors = [float(se) for se in stderrs]
+
+    def pm(a: float, se: float) -> str:
+        return f"{a:.2f}" if math.isnan(se) else f"{a:.2f}\u00a0±\u00a0{se:.2f}"
+
+    margin = f"{SIGNIFICANT_SE:g} standard errors"
+    reach = sorted((i for i, a in enumerate(values) if a >= QUADRATIC), key=lambda i: -values[i])
+    settled = [i for i in reach if clearly_apart(values[i], errors[i], 1.0)]
+    if settled:
+        return (f"At least one architecture's capacity grows about quadratically in $d_h$ "
+                f"($\\alpha =$ {pm(values[settled[0]], errors[settled[0]])})")
+    if reach:
+        a, se = values[reach[0]], errors[reach[0]]
+        why = ("it has no standard error" if math.isnan(se)
+               else f"it lies within {margin} of linear growth's $\\alpha = 1$")
+        return (f"One fitted exponent reaches the {QUADRATIC:g} read here as about quadratic "
+                f"($\\alpha =$ {pm(a, se)}), but {why}: these fits do not tell quadratic growth from linear")
+    close = [i for i, (a, se) in enumerate(zip(values, errors)) if not clearly_apart(a, se, 2.0)]
+    if not close:
+        return (f"Neither architecture's capacity grows quadratically in $d_h$ at this size: each fitted "
+                f"exponent lies more than {margin} below the quadratic's $\\alpha = 2$")
+    shown = "; ".join(pm(values[i], errors[i]) + (": no standard error, the fit has no point to spare"
+                                                  if math.isnan(errors[i])
+                                                  else f": within {margin} of $\\alpha = 2$") for i in close)
+    return (f"No fitted exponent reaches the {QUADRATIC:g} read here as about quadratic, but these fits cannot "
+            f"rule quadratic growth out ($\\alpha =$ {shown})")
