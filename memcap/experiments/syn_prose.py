@@ -451,7 +451,7 @@ def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None =
         a, se = values[reach[0]], errors[reach[0]]
         why = ("it has no standard error" if math.isnan(se)
                else f"it lies within {margin} of linear growth's $\\alpha = 1$")
-        return (f"One fitted exponent reaches the {QUADRATIC:g} read here as about quadratic "
+        return (f"A fitted exponent reaches the {QUADRATIC:g} read here as about quadratic "
                 f"($\\alpha =$ {pm(a, se)}), but {why}: these fits do not tell quadratic growth from linear")
     close = [i for i, (a, se) in enumerate(zip(values, errors)) if not clearly_apart(a, se, 2.0)]
     if not close:
