@@ -372,6 +372,11 @@ def start_clause(shared_first: float, separate_first: float) -> str:
     return "At $d_h = 1$ the shared compression starts higher, against expectation"
 
 
+def _pm(value: float, se: float) -> str:
+    """``'0.71 ± 0.59'`` (no-break spaces: the pair never splits across lines); ``'0.71'`` for a NaN error."""
+    return f"{value:.2f}" if math.isnan(se) else f"{value:.2f}\u00a0±\u00a0{se:.2f}"
+
+
 def steeper_clause(shared_slope: float, separate_slope: float, shared_se: float | None = None,
                    separate_se: float | None = None) -> str:
     """Whether the shared compression's fitted exponent exceeds that of the AoT of Eq. (2). Given the two
@@ -389,8 +394,8 @@ def steeper_clause(shared_slope: float, separate_slope: float, shared_se: float 
             return (f"and the two fitted powers of $d_h$ ({a:.2f} with a shared compression, {b:.2f} for Eq. (2)) "
                     "are not ranked here: a fit through no more points than it has parameters has no "
                     "standard error")
-        return (f"and the two fitted powers of $d_h$ ({a:.2f}\u00a0±\u00a0{shared_se:.2f} with a shared "
-                f"compression, {b:.2f}\u00a0±\u00a0{separate_se:.2f} for Eq. (2)) differ by less than "
+        return (f"and the two fitted powers of $d_h$ ({_pm(a, shared_se)} with a shared "
+                f"compression, {_pm(b, separate_se)} for Eq. (2)) differ by less than "
                 f"{SIGNIFICANT_SE:g} standard errors of their difference: these fits do not rank them")
     if a > b:
         return ("and its fitted power of $d_h$ is the larger, which a curve that starts low gets even where it "
@@ -438,26 +443,23 @@ def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None =
             raise type(e)(str(e).replace("se_a", f"stderrs[{i}]", 1)) from None
     errors = [float(se) for se in stderrs]
 
-    def pm(a: float, se: float) -> str:
-        return f"{a:.2f}" if math.isnan(se) else f"{a:.2f}\u00a0±\u00a0{se:.2f}"
-
     margin = f"{SIGNIFICANT_SE:g} standard errors"
     reach = sorted((i for i, a in enumerate(values) if a >= QUADRATIC), key=lambda i: -values[i])
     settled = [i for i in reach if clearly_apart(values[i], errors[i], 1.0)]
     if settled:
         return (f"At least one architecture's capacity grows about quadratically in $d_h$ "
-                f"($\\alpha =$ {pm(values[settled[0]], errors[settled[0]])})")
+                f"($\\alpha =$ {_pm(values[settled[0]], errors[settled[0]])})")
     if reach:
         a, se = values[reach[0]], errors[reach[0]]
         why = ("it has no standard error" if math.isnan(se)
                else f"it lies within {margin} of linear growth's $\\alpha = 1$")
         return (f"A fitted exponent reaches the {QUADRATIC:g} read here as about quadratic "
-                f"($\\alpha =$ {pm(a, se)}), but {why}: these fits do not tell quadratic growth from linear")
+                f"($\\alpha =$ {_pm(a, se)}), but {why}: these fits do not tell quadratic growth from linear")
     close = [i for i, (a, se) in enumerate(zip(values, errors)) if not clearly_apart(a, se, 2.0)]
     if not close:
         return (f"Neither architecture's capacity grows quadratically in $d_h$ at this size: each fitted "
                 f"exponent lies more than {margin} below the quadratic's $\\alpha = 2$")
-    shown = "; ".join(pm(values[i], errors[i]) + (": no standard error, the fit has no point to spare"
+    shown = "; ".join(_pm(values[i], errors[i]) + (": no standard error, the fit has no point to spare"
                                                   if math.isnan(errors[i])
                                                   else f": within {margin} of $\\alpha = 2$") for i in close)
     return (f"No fitted exponent reaches the {QUADRATIC:g} read here as about quadratic, but these fits cannot "
