@@ -237,9 +237,11 @@ def dana_bound(heads: int, head_dim: int, dim: int, tokens: torch.Tensor | None 
     """Dana et al.'s count H d_h + min(d, L) (the book's form of their Theorem 1, L distinct last tokens).
 
     ``tokens`` (T, S) gives L (None: L >= d, the paper's H d_h + d). With ``token_sequences=False`` the
-    inputs are Mahdavi et al.'s real vectors with one shared context of ``context_size`` n tokens: the proof
-    has no embedding to choose and the rank of the head features is at most H(n - 1) + 1 for every
-    choice of weights (Mahdavi et al., Proposition 2), so the count does not apply (guarantee 0).
+    inputs are Mahdavi et al.'s real vectors with one shared context of ``context_size`` n tokens: the
+    theorem is about token sequences whose embeddings the proof chooses, and Mahdavi et al.'s layer has no
+    skip connection, so the count does not apply (guarantee 0). ``why`` adds what Prop. 2 says: even with
+    a skip block, the features' rank is at most H(n - 1) + 1 + d for every choice of weights, below the
+    count only when H(d_h - n + 1) > 1.
     Also refused by the theorem: d_h > d and S < 2.
     """
     H, d_h, d = positive_int("heads", heads), positive_int("head_dim", head_dim), positive_int("dim", dim)
@@ -252,9 +254,11 @@ def dana_bound(heads: int, head_dim: int, dim: int, tokens: torch.Tensor | None 
     name = "Dana et al., Theorem 1"
     if not token_sequences:
         n = positive_int("context_size", context_size)
-        cap = bounds.mha_shared_rank_bound(H, n)
-        return Bound(name, value, False, f"a shared context of $n = {n}$ real tokens: no embedding to choose, "
-                     f"and $\\operatorname{{rank}}(Z) \\le H(n-1)+1 = {cap}$ (Prop. 2)", 0)
+        cap = bounds.mha_shared_rank_bound(H, n) + d    # Prop. 2's rank(Z) cap plus a skip block
+        where = "below" if cap < value else "not below"
+        return Bound(name, value, False, f"real vectors, not token sequences: no embedding to choose, no skip "
+                     f"connection; with a shared context of $n = {n}$ tokens even a skip block gives features of "
+                     f"rank $\\le H(n-1)+1+d = {cap}$ (Prop. 2), {where} the count", 0)
     if d_h > d:
         return Bound(name, value, False, f"$d_h = {d_h} > d = {d}$", 0)
     if tokens is not None and tokens.shape[1] < 2:

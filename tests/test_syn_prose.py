@@ -1,5 +1,6 @@
 """Part III's generated clauses (memcap.experiments.syn_prose): each case a sentence can meet, and that the
 sentence agrees with the numbers it is built from."""
+import math
 import re
 
 import pytest
@@ -260,12 +261,12 @@ def test_quadratic_verdict_weighs_the_exponents_standard_errors():
     nan = float("nan")
     # the quick run's exponents, about: 0.71 + 2 x 0.59 = 1.89 < 2, 0.37 + 2 x 0.21 < 2
     assert sp.quadratic_verdict([0.71, 0.37], [0.59, 0.21]) == (
-        "Neither architecture's capacity grows quadratically in $d_h$ at this size: each fitted exponent lies "
+        "Neither architecture's capacity grows like a power $d_h^2$ at this size: each fitted exponent lies "
         "more than 2 standard errors below the quadratic's $\\alpha = 2$")
     # below 1.7, but 1.45 + 2 x 0.3 > 2: not ruled out, and the sentence shows which exponent and why
     loose = sp.quadratic_verdict([1.45, 0.37], [0.3, 0.21])
     assert loose.startswith("No fitted exponent reaches the 1.7 read here as about quadratic, but these fits "
-                            "cannot rule quadratic growth out")
+                            "cannot rule growth like $d_h^2$ out")
     assert "1.45\u00a0±\u00a00.30: within 2 standard errors of $\\alpha = 2$" in loose and "0.37" not in loose
     assert "1.45: no standard error" in sp.quadratic_verdict([1.45, 0.37], [nan, 0.21])
     # at or above 1.7: about quadratic only when clearly above linear growth (1)
@@ -319,3 +320,29 @@ def test_steeper_and_cost_clauses():
         sp.cost_clause([[]])
     with pytest.raises(ValueError, match="slopes must be finite"):
         sp.quadratic_verdict([])
+
+
+def test_bracket_clause_says_whether_the_search_resolves_a_change():
+    same = sp.bracket_clause([53, 53], [64, 64], ["$d_h = 1$", "$d_h = 4$"])
+    assert "in $[53, 64)$ at $d_h = 1$ and in $[53, 64)$ at $d_h = 4$" in same
+    assert same.endswith("below what the search resolves")
+    apart = sp.bracket_clause([16, 107], [32, math.inf], ["a", "b"])
+    assert "at least 107 at b" in apart and apart.endswith("the change is resolved")
+    with pytest.raises(ValueError, match="upper end must exceed"):
+        sp.bracket_clause([64, 53], [64, 64], ["a", "b"])
+    with pytest.raises(ValueError, match="two points"):
+        sp.bracket_clause([1, 2, 3], [4, 5, 6], ["a", "b", "c"])
+
+
+def test_curvature_clause_reads_the_sign_an_offset_cannot_change():
+    nan = float("nan")
+    three = sp.curvature_clause([-7.17, 2.0], [nan, nan], ["AoT of Eq. (2)", "shared compression"])
+    assert three.startswith("the least-squares quadratic's $d_h^2$ coefficient is -7.2 for the AoT of Eq. (2) "
+                            "(concave: the growth flattens; no standard error")
+    assert "2 for the shared compression (convex, as a $d_h^2$ term would make it" in three
+    assert "within 2 standard errors of 0" in sp.curvature_clause([0.5], [0.4], ["x"])
+    assert "1.00\u00a0±\u00a00.10 for the x (convex" in sp.curvature_clause([1.0], [0.1], ["x"])
+    with pytest.raises(ValueError, match="one entry per coefficient"):
+        sp.curvature_clause([1.0, 2.0], [0.1], ["x", "y"])
+    with pytest.raises(ValueError, match=r"stderrs\[0\]"):
+        sp.curvature_clause([1.0], [-0.1], ["x"])

@@ -80,7 +80,9 @@ def test_dana_bound_counts_last_tokens_and_refuses_shared_contexts():
     assert synthesis.dana_bound(3, 2, 4).value == bounds.aot_capacity(3, 2, 4)
     assert not synthesis.dana_bound(3, 5, 4, tokens).applies
     real = synthesis.dana_bound(2, 8, 16, token_sequences=False, context_size=8)
-    assert not real.applies and "H(n-1)+1 = 15" in real.why and real.value == 32
+    assert not real.applies and "H(n-1)+1+d = 31$ (Prop. 2), below" in real.why and real.value == 32
+    level = synthesis.dana_bound(1, 8, 16, token_sequences=False, context_size=8)   # 7 + 1 + 16 = 24 = count
+    assert not level.applies and "= 24$ (Prop. 2), not below" in level.why and level.value == 24
 
 
 @pytest.mark.parametrize("vocab,seq_len,dim,heads,head_dim", [(16, 2, 8, 2, 2), (16, 3, 4, 3, 4), (9, 2, 16, 4, 3)])

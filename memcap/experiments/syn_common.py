@@ -9,6 +9,7 @@ experiment (not in :data:`memcap.experiments.EXPERIMENTS`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -53,7 +54,9 @@ class Curve:
 
     ``capacity``: largest memorized training-set size found, mean over seeds; ``low``/``high``: its range
     over seeds; ``censored``: True where some seed memorized even the largest size tried (a lower bound
-    only); ``points``: the spec fields of each value (without the seed).
+    only); ``points``: the spec fields of each value (without the seed); ``upper``: the largest, over
+    seeds, of the smallest size the search saw a model fail (inf where censored), so every seed's
+    capacity lies in [``low``, ``upper``): the search's resolution.
     """
 
     axis: str
@@ -63,6 +66,7 @@ class Curve:
     high: np.ndarray
     censored: np.ndarray
     points: tuple[dict, ...]
+    upper: np.ndarray
 
 
 def measured_curves(capacities: Sequence[Mapping], base: Mapping[str, int],
@@ -76,7 +80,7 @@ def measured_curves(capacities: Sequence[Mapping], base: Mapping[str, int],
             raise ValueError(f"capacities[{i}] must have 'spec', 'capacity' and 'upper'")
         spec = spec_from_dict(dict(record["spec"])).to_dict()
         key = tuple(spec[f] for f in fields)
-        found.setdefault(key, []).append((int(record["capacity"]), record["upper"] is None))
+        found.setdefault(key, []).append((int(record["capacity"]), record["upper"]))
     curves = {}
     for axis, values in axes.items():
         rows = []
@@ -86,10 +90,11 @@ def measured_curves(capacities: Sequence[Mapping], base: Mapping[str, int],
             if key not in found:
                 raise ValueError(f"no capacity was measured at {point}")
             caps = np.array([c for c, _ in found[key]], dtype=float)
-            rows.append((v, caps.mean(), caps.min(), caps.max(), any(cens for _, cens in found[key]), point))
-        v, cap, lo, hi, cens, pts = zip(*rows)
+            fails = [math.inf if u is None else float(u) for _, u in found[key]]
+            rows.append((v, caps.mean(), caps.min(), caps.max(), math.inf in fails, point, max(fails)))
+        v, cap, lo, hi, cens, pts, up = zip(*rows)
         curves[axis] = Curve(axis, np.array(v), np.array(cap), np.array(lo), np.array(hi), np.array(cens),
-                             tuple(pts))
+                             tuple(pts), np.array(up))
     return curves
 
 

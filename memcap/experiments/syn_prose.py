@@ -15,7 +15,7 @@ __all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_
            "ratio_phrase", "gains_clause", "assumption1_reading", "head_dim_verdict", "majority_saturated_clause",
            "comparable_clause", "saturation_reading", "robust_clause", "closer_clause", "short_points_clause",
            "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause",
-           "quadratic_verdict"]
+           "quadratic_verdict", "bracket_clause", "curvature_clause"]
 
 QUADRATIC = 1.7
 """A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and
@@ -270,6 +270,32 @@ def assumption1_reading(failed: int, points: int) -> str:
     return "and on those tables their theorem guarantees one example"
 
 
+def bracket_clause(lows: Sequence[float], uppers: Sequence[float], names: Sequence[str]) -> str:
+    """What a capacity search resolves between two points: every seed's capacity at point i lies in
+    [``lows[i]``, ``uppers[i]``) (``uppers[i]`` inf: censored, at least ``lows[i]``); ``names`` label the
+    two points. Overlapping brackets mean a change the search cannot see."""
+    lo = _reals("lows", lows)
+    try:
+        up = [float(u) for u in uppers]
+    except (TypeError, ValueError):
+        raise TypeError(f"uppers must be a sequence of real numbers, got {uppers!r}") from None
+    if len(lo) != 2 or len(up) != 2 or isinstance(names, str) or len(names) != 2:
+        raise ValueError(f"lows, uppers and names must each hold two points, got {len(lo)}, {len(up)} and "
+                         f"{len(names) if not isinstance(names, str) else 'a string'}")
+    for a, b in zip(lo, up):
+        if math.isnan(b) or b <= a:
+            raise ValueError(f"each upper end must exceed its lower end, got [{a:g}, {b:g})")
+
+    def bracket(a: float, b: float) -> str:
+        return f"at least {a:g}" if math.isinf(b) else f"in $[{a:g}, {b:g})$"
+
+    where = " and ".join(f"{bracket(a, b)} at {n}" for a, b, n in zip(lo, up, names))
+    overlap = max(lo) < min(up)
+    return (f"the search places every seed's capacity {where}; "
+            + ("these brackets overlap, so a change this small is below what the search resolves" if overlap
+               else "these brackets are disjoint, so the change is resolved"))
+
+
 def head_dim_verdict(dh_change: float, heads_change: float) -> str:
     """Whether the head dimension buys as much capacity as the number of heads over the ranges swept:
     ``dh_change`` and ``heads_change`` are relative changes of the capacity (0.5 = +50 %)."""
@@ -417,6 +443,39 @@ def cost_clause(steps: Sequence[Sequence[float]]) -> str:
     return "the parameters per memorized example rise with $d_h$ at some steps and fall at others"
 
 
+def curvature_clause(coefs: Sequence[float], stderrs: Sequence[float], names: Sequence[str]) -> str:
+    """The sign of each least-squares quadratic's d_h^2 coefficient (``coefs``, one per architecture named
+    in ``names``; ``stderrs`` their standard errors, NaN where the fit has no point to spare). An offset
+    cannot change this sign: a law C H d_h^2 + C' has it positive, linear growth zero, flattening growth
+    negative. A sign within :data:`memcap.fits.SIGNIFICANT_SE` standard errors of 0 is not read."""
+    from memcap.fits import SIGNIFICANT_SE, clearly_apart
+
+    try:
+        values = [float(v) for v in coefs]
+    except (TypeError, ValueError):
+        raise TypeError(f"coefs must be a sequence of real numbers, got {coefs!r}") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"coefs must be finite numbers, at least one, got {coefs!r}")
+    if isinstance(names, str) or len(names) != len(values) or len(stderrs) != len(values):
+        raise ValueError(f"names and stderrs must hold one entry per coefficient ({len(values)})")
+    parts = []
+    for i, (c, se, name) in enumerate(zip(values, stderrs, names)):
+        try:
+            apart = clearly_apart(c, se, 0.0)
+        except (TypeError, ValueError) as e:
+            raise type(e)(str(e).replace("se_a", f"stderrs[{i}]", 1)) from None
+        shape = ("convex, as a $d_h^2$ term would make it" if c > 0 else "concave: the growth flattens" if c < 0
+                 else "zero: no curvature")
+        if math.isnan(float(se)):
+            parts.append(f"{c:.2g} for the {name} ({shape}; no standard error, the fit has no point to spare)")
+        elif apart:
+            parts.append(f"{_pm(c, float(se))} for the {name} ({shape})")
+        else:
+            parts.append(f"{_pm(c, float(se))} for the {name} (within {SIGNIFICANT_SE:g} standard errors of 0: "
+                         f"no curvature this fit can see)")
+    return "the least-squares quadratic's $d_h^2$ coefficient is " + _join(parts)
+
+
 def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None = None) -> str:
     """Whether any architecture's capacity grows about quadratically in d_h (exponent >= :data:`QUADRATIC`).
 
@@ -432,8 +491,8 @@ def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None =
         raise ValueError(f"slopes must be finite numbers, at least one, got {slopes!r}")
     if stderrs is None:
         if max(values) < QUADRATIC:
-            return "Neither architecture's capacity grows quadratically in $d_h$ at this size"
-        return "At least one architecture's capacity grows about quadratically in $d_h$"
+            return "Neither architecture's capacity grows like a power $d_h^2$ at this size"
+        return "At least one architecture's capacity grows about like $d_h^2$"
     if isinstance(stderrs, (str, bytes)) or not hasattr(stderrs, "__len__") or len(stderrs) != len(values):
         raise ValueError(f"stderrs must hold one standard error per slope ({len(values)}), got {stderrs!r}")
     for i, se in enumerate(stderrs):   # a negative or infinite error, or a non-number: refused, named
@@ -447,7 +506,7 @@ def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None =
     reach = sorted((i for i, a in enumerate(values) if a >= QUADRATIC), key=lambda i: -values[i])
     settled = [i for i in reach if clearly_apart(values[i], errors[i], 1.0)]
     if settled:
-        return (f"At least one architecture's capacity grows about quadratically in $d_h$ "
+        return (f"At least one architecture's capacity grows about like $d_h^2$ "
                 f"($\\alpha =$ {_pm(values[settled[0]], errors[settled[0]])})")
     if reach:
         a, se = values[reach[0]], errors[reach[0]]
@@ -457,10 +516,10 @@ def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None =
                 f"($\\alpha =$ {_pm(a, se)}), but {why}: these fits do not tell quadratic growth from linear")
     close = [i for i, (a, se) in enumerate(zip(values, errors)) if not clearly_apart(a, se, 2.0)]
     if not close:
-        return (f"Neither architecture's capacity grows quadratically in $d_h$ at this size: each fitted "
+        return (f"Neither architecture's capacity grows like a power $d_h^2$ at this size: each fitted "
                 f"exponent lies more than {margin} below the quadratic's $\\alpha = 2$")
     shown = "; ".join(_pm(values[i], errors[i]) + (": no standard error, the fit has no point to spare"
                                                   if math.isnan(errors[i])
                                                   else f": within {margin} of $\\alpha = 2$") for i in close)
     return (f"No fitted exponent reaches the {QUADRATIC:g} read here as about quadratic, but these fits cannot "
-            f"rule quadratic growth out ($\\alpha =$ {shown})")
+            f"rule growth like $d_h^2$ out ($\\alpha =$ {shown})")
