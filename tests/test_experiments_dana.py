@@ -292,11 +292,14 @@ def test_fig1b_verdict_and_early_share():
 
 
 def test_fig2a_fig2b_fig3_verdicts():
-    sharp = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.42, 6: 0.44}
+    sharp = {d: 0.1 * d if d <= 4 else 0.4 + 0.02 * (d - 4) for d in range(1, 9)}   # d_h = 4, breaks 3..6
     assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in sharp.items()])).status == "yes"
+    # on d = 2..6 the search can only answer d = 4 = d_h: its answer is no evidence, so at most partly
+    short = dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, sharp[d]) for d in range(2, 7)]))
+    assert short.status == "partly" and "only at $d =$ 4, so where the break falls is no evidence" in short.text
     soft = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.48, 6: 0.56}
     assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in soft.items()])).status == "partly"
-    mild = {2: 0.2, 3: 0.3, 4: 0.4, 5: 0.46, 6: 0.52}   # the slope drops 1.67-fold: a bend, not a halving
+    mild = {d: 0.1 * d if d <= 4 else 0.4 + 0.06 * (d - 4) for d in range(1, 9)}   # drops 1.67-fold: a bend
     v = dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in mild.items()]))
     assert v.status == "partly" and "without a clear kink" in v.text
     assert dana_fig2a.verdict(dana_fig2a.summarize([_record(4, 4, d, a) for d, a in mild.items()]),
@@ -326,6 +329,10 @@ def test_fig2a_fig2b_fig3_verdicts():
     assert dana_fig3.verdict(dana_fig3.summarize(records)).status == "yes"
     apart = [r if r["mlp_width"] == 0 else {**r, "accuracy": 0.9} for r in records]
     assert dana_fig3.verdict(dana_fig3.summarize(apart)).status == "no"
+    # close, but the MLP model falls from H = 3 to 5 where the AoT rises: they do not scale alike
+    turn = [r if r["mlp_width"] == 0 or r["accuracy"] < 0.5 else {**r, "accuracy": 0.38} for r in records]
+    v = dana_fig3.verdict(dana_fig3.summarize(turn))
+    assert v.status == "partly" and "opposite directions" in v.text and "$H = 3$ to 5" in v.text
 
 
 def test_last_tokens_cover_dim():

@@ -220,6 +220,11 @@ def test_fig2c_verdict_compares_gains_below_and_above_n():
     assert ("the gain per unit of $d_h$ falls at least 5-fold past $d_h = n = 6$ ($T = 300$)"
             == mahdavi_fig2c.verdict(summary(0.015)).text)
     assert "falls less than 10-fold" in mahdavi_fig2c.verdict(summary(0.015), stop_ratio=0.1).text
+    # a rise past n that falls back by the last d_h: the endpoints show no gain, the steepest rise does
+    peak = mahdavi_fig2c.summarize(_records("head_dim", [1, 3, 6, 10, 16], [300],
+                                            lambda v, T, s: 0.1 * min(v, 6) + (0.12 if v == 10 else 0.0),
+                                            context_size=6))
+    assert peak["gain_above"][0] == 0 and mahdavi_fig2c.verdict(peak).status == "partly"   # 0.03 per unit
     for bad in (0, -0.1, 0.6, float("nan"), True):
         with pytest.raises((ValueError, TypeError), match="stop_ratio"):
             mahdavi_fig2c.verdict(summary(0.015), stop_ratio=bad)
@@ -272,6 +277,16 @@ def test_fig4_flattening_and_verdict():
     linear_n = {**panels, ("classification", "context_size"): {
         **panels[("classification", "context_size")], "value": np.array([[0.1, 0.2, 0.4, 0.8]])}}
     assert mahdavi_fig4.verdict(linear_n).status == "partly"
+    # the control: shared-context curves that stay linear in n leave the verdict; one that flattens too
+    shared = {"context_size": np.array([1, 2, 4, 8]), "accuracy": np.array([[0.1, 0.2, 0.4, 0.8],
+                                                                            [0.1, 0.5, 0.8, 0.9]])}
+    ratios = mahdavi_fig4.control_flattening(shared)
+    assert ratios[0] == pytest.approx(1.0) and ratios[1] < 0.5
+    assert mahdavi_fig4.verdict(panels, control=ratios[:1]).status == "yes"
+    both = mahdavi_fig4.verdict(panels, control=ratios)
+    assert both.status == "partly" and "does not single out fresh contexts" in both.text
+    with pytest.raises(ValueError, match="control must hold"):
+        mahdavi_fig4.verdict(panels, control=[])
 
 
 def test_fig5_verdict_and_points_below_theory():

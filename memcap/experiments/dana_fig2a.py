@@ -33,10 +33,11 @@ PAPER = {
     "seeds": [0, 1, 2, 3, 4],
     "train": {"steps": 10_000, "batch_size": 1024, "lr": 1e-3, "schedule": "constant", "eval_every": 500},
 }
-# Quick: d_h = 8 and d from 4 to 12, so both regimes (d < d_h and d > d_h) have several points.
+# Quick: d_h = 8 and d from 4 to 14, so both regimes (d < d_h and d > d_h) have several points and the
+# break search (MIN_SIDE values per side) can place the break below, at or above d_h: 6, 7, 8, 9 or 10.
 QUICK = {
     "model": {"vocab": 16, "seq_len": 2, "heads": 2, "head_dim": 8},
-    "dim": [4, 5, 6, 7, 8, 10, 12],
+    "dim": [4, 5, 6, 7, 8, 9, 10, 12, 14],
     "seeds": [0, 1],
     "train": {"steps": 1500, "batch_size": None, "lr": 1e-2, "schedule": "warmup_cosine", "eval_every": 250},
 }
@@ -146,19 +147,25 @@ def verdict(s: DimSummary, kink: float = KINK) -> Verdict:
 
     Reproduced when the slope below d_h is at least ``kink`` times the slope above (or the accuracy no
     longer grows above d_h while it grows below) and two lines fit best with their break at d_h
-    (``best_break``); partly when the growth slows past d_h but not that sharply, or sharply with the
-    best break elsewhere; not otherwise.
+    (``best_break``), on a grid where the break search could also have placed the break on either side
+    of d_h (else its answer is no evidence); partly when the growth slows past d_h but not that sharply,
+    or sharply with the best break elsewhere or not testable; not otherwise.
     """
     if not kink > 1:
         raise ValueError(f"kink must be > 1 (the slope must drop past d_h), got {kink}")
     below, above = s.below.slope, s.above.slope
     drops = below > 0 and (above <= 0 or below >= kink * above)
-    placed = s.best_break == s.head_dim
+    candidates = break_candidates(s.dim)
+    testable = candidates.min() < s.head_dim < candidates.max()   # the search could put the break elsewhere
+    placed = s.best_break == s.head_dim and testable
     slows = below > 0 and above < below
     ratio = below / above if above > 0 else float("inf")
     text = ("two regimes with the kink at $d = d_h$, as in the paper" if drops and placed
             else f"growth that slows sharply, but two lines fit best with the break at $d = {s.best_break}$, "
-                 "not at $d = d_h$" if drops
+                 "not at $d = d_h$" if drops and testable
+            else "growth that slows sharply, but this grid lets the break search place the break only at "
+                 f"$d =$ {', '.join(str(int(b)) for b in candidates)}, so where the break falls is no evidence"
+                 if drops
             else "growth that slows past $d = d_h$ without a clear kink" if slows
             else "no kink at $d = d_h$, unlike the paper")
     shows = (f"slope ratio below/above $d_h$: {ratio:.1f}" if np.isfinite(ratio)

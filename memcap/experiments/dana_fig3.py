@@ -114,23 +114,35 @@ def summarize(results) -> tuple[Curves, ...]:
 
 
 COINCIDE = 0.2
-"""The AoT and MLP curves "coincide" when their mean gap is at most this share of the accuracies' span."""
+"""The AoT and MLP curves "coincide" when, at each d, their mean gap is at most this share of the span of that
+d's AoT accuracies over H (and they move the same way from one H to the next)."""
 
 
 def verdict(curves: tuple[Curves, ...], coincide: float = COINCIDE) -> Verdict:
     """Do the AoT and the one-head + MLP model scale alike at equal parameter count (Figure 3)?
 
-    Reproduced when, for every d, the mean accuracy gap is at most ``coincide`` times the span of the
-    AoT accuracies over all d; partly when at most twice that; not otherwise.
+    Reproduced when, for every d, the mean accuracy gap is at most ``coincide`` times the span of that
+    d's AoT accuracies over H, and the two curves never move in opposite directions from one H to the
+    next; partly when every gap is at most twice that; not otherwise.
     """
     if not curves:
         raise ValueError("curves must hold at least one d")
-    spread = float(np.ptp(np.concatenate([c.aot for c in curves])))
-    gap = max(c.gap for c in curves)
-    close = gap <= coincide * spread
-    near = gap <= 2 * coincide * spread
-    text = "nearly coincide" if close else "lie near each other" if near else "do not coincide"
-    shows = f"largest mean gap {gap:.3f}, accuracies spanning {spread:.3f}"
+    ratios, opposite = [], []
+    for c in curves:
+        span = float(np.ptp(c.aot))
+        ratios.append(c.gap / span if span > 0 else (0.0 if c.gap == 0 else float("inf")))
+        steps = np.diff(c.aot) * np.diff(c.mlp) < 0           # one rises where the other falls
+        opposite += [f"$d = {c.dim}$, $H = {int(c.heads[i])}$ to {int(c.heads[i + 1])}"
+                     for i in np.flatnonzero(steps)]
+    close = max(ratios) <= coincide and not opposite
+    near = max(ratios) <= 2 * coincide
+    text = ("nearly coincide" if close else "lie near each other" if near else "do not coincide")
+    if opposite and near:
+        text += (", but they move in opposite directions from one number of heads to the next ("
+                 + "; ".join(opposite) + "), so they do not scale alike")
+    worst = int(np.argmax(ratios))
+    shows = (f"largest mean gap {max(c.gap for c in curves):.3f}; at $d = {curves[worst].dim}$ the gap is "
+             f"{ratios[worst]:.2f} of that width's AoT span")
     return Verdict(grade([close], partial=[near]), text, shows)
 
 

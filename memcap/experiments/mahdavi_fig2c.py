@@ -70,14 +70,15 @@ def verdict(summary: dict, stop_ratio: float = STOP_RATIO) -> Verdict:
 
     Reproduced when, for every T, accuracy grows below d_h = n and the gain per unit of d_h above it is at
     most ``stop_ratio`` times the gain below (or none); partly when it is smaller than half the gain
-    below; not otherwise. ``stop_ratio`` must lie in (0, 0.5]: above 0.5 a gain counted as stopped would
-    not even have halved.
+    below; not otherwise. The gain above is the steepest rise from n to any larger d_h of the grid
+    (``steepest_above``), so a rise that falls back before the last d_h still counts. ``stop_ratio`` must
+    lie in (0, 0.5]: above 0.5 a gain counted as stopped would not even have halved.
     """
     stop_ratio = positive_real("stop_ratio", stop_ratio)
     if stop_ratio > 0.5:
         raise ValueError(f"stop_ratio must be at most 0.5 (the share of the gain below d_h = n that the gain "
                          f"above may keep and still count as stopped; 'partly' starts at 0.5), got {stop_ratio!r}")
-    below, above, T = summary["gain_below"], summary["gain_above"], summary["examples"]
+    below, above, T = summary["gain_below"], summary["steepest_above"], summary["examples"]
     grows = below > 0
     stops = grows & (above <= stop_ratio * below)
     slows = grows & (above < 0.5 * below)

@@ -102,24 +102,42 @@ def flattening(x: Sequence[float], y: Sequence[float]) -> float:
     return float(upper / lower) if lower > 0 else float("nan")
 
 
-def verdict(panels: dict, r2_min: float = 0.98) -> Verdict:
+def control_flattening(shared: dict) -> list[float]:
+    """:func:`flattening` of each shared-context curve of Fig. 2(b) (``mahdavi_fig2b.summarize``'s output:
+    ``context_size`` (k,), ``accuracy`` (m, k)): the control for :func:`verdict`, curves the paper finds
+    linear in n."""
+    return [flattening(shared["context_size"], row) for row in np.atleast_2d(shared["accuracy"])]
+
+
+def verdict(panels: dict, r2_min: float = 0.98, control: Sequence[float] | None = None) -> Verdict:
     """Linear in H survives, linear in n weakens (Mahdavi et al., Appendix I.1)? From :func:`summarize`.
 
     Linear in H: every classification curve against H has R² >= ``r2_min``. Weaker in n: every curve
     against n has a smaller R² than the smallest against H, and flattens (its slope over the upper half of
     the n range is less than half that over the lower half). Reproduced when both hold, partly when one
-    does.
+    does. ``control``: the flattening ratios of curves that should *not* weaken (the shared-context
+    curves of Fig. 2(b), :func:`control_flattening`); when one of them flattens by the same test, the
+    flattening does not single out fresh contexts and does not count.
     """
     heads, ctx = panels[("classification", "heads")], panels[("classification", "context_size")]
     r2_h, r2_n = np.asarray(heads["r2"], dtype=float), np.asarray(ctx["r2"], dtype=float)
     linear_h = bool(np.all(np.nan_to_num(r2_h, nan=-np.inf) >= r2_min))
     flat = np.array([flattening(ctx["x"], row) < 0.5 for row in ctx["value"]])
-    weaker_n = bool(np.all(np.nan_to_num(r2_n, nan=np.inf) < np.nanmin(r2_h))) and bool(flat.all())
+    ratios = [] if control is None else [float(c) for c in control]
+    if control is not None and (not ratios or isinstance(control, str)):
+        raise ValueError(f"control must hold at least one flattening ratio, got {control!r}")
+    control_flat = [c for c in ratios if c < 0.5]     # NaN (no rise at all) is not a flattening
+    weaker_n = (bool(np.all(np.nan_to_num(r2_n, nan=np.inf) < np.nanmin(r2_h))) and bool(flat.all())
+                and not control_flat)
     status = grade([linear_h, weaker_n])
     text = ((f"a line in $H$ fits every curve with $R^2 \\ge {r2_min:g}$" if linear_h
              else f"some curve in $H$ has $R^2 < {r2_min:g}$")
             + "; " + holds(flat, ctx["examples"], "accuracy rises quickly with the first context tokens and then "
                            "flattens", "accuracy does not flatten in $n$"))
+    if control_flat and flat.any():
+        text += ("; but the shared-context curves of Fig. 2(b) flatten by the same test (slope ratio "
+                 + ", ".join(f"{c:.2f}" for c in control_flat)
+                 + "), so the flattening does not single out fresh contexts")
     shows = f"$R^2$ in $H$: {np.nanmin(r2_h):.3f}; in $n$: {np.nanmin(r2_n):.3f}"
     return Verdict(status, text, shows)
 
