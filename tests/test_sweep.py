@@ -232,6 +232,27 @@ def test_abandon_stops_a_process_pool_at_once(record_property):
 
 
 
+def test_probing_a_pool_worker_on_windows_never_signals_it(monkeypatch):
+    """On Windows ``os.kill(pid, 0)`` is not a probe: signal 0 is CTRL_C_EVENT, sent to the worker's whole
+    console group. There a worker with no exit code yet counts as running, and nothing is sent."""
+    from memcap.experiments import sweep as sweep_module
+
+    class Worker:
+        pid, exitcode = 12345, None
+
+        def join(self, timeout=None):
+            pass
+
+    sent = []
+    monkeypatch.setattr(sweep_module.os, "kill", lambda *args: sent.append(args))
+    monkeypatch.setattr(sweep_module.os, "name", "nt")
+    ended = sweep_module._ended(Worker())
+    monkeypatch.undo()
+    assert sent == [] and ended is False
+    Worker.exitcode = 1
+    assert sweep_module._ended(Worker()) is True
+
+
 def test_abandon_ends_a_local_dask_clusters_workers_before_closing_it(capfd, record_property):
     """A local dask cluster's job is running: abandon ends the worker processes (ours) before the cluster
     closes. Left to the cluster's close, a worker busy with a job lived on for the nanny's 4-s grace while

@@ -898,6 +898,8 @@ def _ended(process: Any) -> bool:
     process.join(timeout=0)
     if process.exitcode is not None:
         return True
+    if os.name != "posix":   # Windows: the handle's exit code is final; os.kill(pid, 0) would send Ctrl-C
+        return False
     try:
         os.kill(process.pid, 0)
     except ProcessLookupError:
