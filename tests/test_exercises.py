@@ -224,22 +224,75 @@ def test_checker_passes_the_reference_solution_in_other_natural_types(label, for
     assert result.passed, f"the reference solution of {label}, converted to {form}, fails:\n{result.message}"
 
 
+# --- right answers rounded, or computed in another precision, as the statement allows, are right -------
+
+def _digits(value: Any, digits: int) -> Any:
+    """``value`` (a number, or a dict or list of numbers) rounded to ``digits`` significant digits."""
+    if isinstance(value, dict):
+        return {k: _digits(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_digits(v, digits) for v in value)
+    return float(f"{float(value):.{digits}g}")
+
+
+def _returning(label: str, change) -> tuple:
+    """The reference answer of ``label`` (a function) with ``change`` applied to what it returns."""
+    (function,), _ = reference_answer(label)
+    return (lambda *args: change(function(*args)),)
+
+
+ROUNDED = [
+    ("three significant digits", "ex-dana-aot-2", lambda: (lambda a: (a[0], _digits(a[1], 3)))(reference_answer(
+        "ex-dana-aot-2")[0])),
+    ("three significant digits", "ex-dana-rw-3", lambda: (lambda a: (a[0], _digits(a[1], 3)))(reference_answer(
+        "ex-dana-rw-3")[0])),
+    ("three significant digits", "ex-mahdavi-theorem1-2",
+     lambda: (lambda a: (_digits(a[0], 3), a[1]))(reference_answer("ex-mahdavi-theorem1-2")[0])),
+    ("widths as whole floats", "ex-dana-lk-3",
+     lambda: (lambda a: ([float(w) for w in (a[0].values() if isinstance(a[0], dict) else a[0])], a[1]))(
+         reference_answer("ex-dana-lk-3")[0])),
+    ("a width as a whole float", "ex-dana-rw-2", lambda: (float(reference_answer("ex-dana-rw-2")[0][0]),)),
+    ("five decimal places", "ex-mahdavi-assumptions-2",
+     lambda: (lambda a: ({k: round(float(v), 5) for k, v in a[0].items()}, a[1], a[2]))(
+         reference_answer("ex-mahdavi-assumptions-2")[0])),
+    ("scales rounded up", "ex-mahdavi-saturation-2",
+     lambda: tuple(math.ceil(v) for v in reference_answer("ex-mahdavi-saturation-2")[0])),
+    ("parameters rounded up", "ex-syn-take-2",
+     lambda: _returning("ex-syn-take-2", lambda pair: tuple(None if v is None else math.ceil(v) for v in pair))),
+    ("a float32 accuracy", "ex-dana-t1-3",
+     lambda: _returning("ex-dana-t1-3", lambda v: torch.tensor(float(v), dtype=torch.float32))),
+    ("a float32 perturbation", "ex-mahdavi-toolkit-3",
+     lambda: _returning("ex-mahdavi-toolkit-3", lambda delta: torch.as_tensor(delta).float())),
+]
+
+
+@pytest.mark.parametrize("how, label, answer", ROUNDED, ids=[f"{label}-{how}" for how, label, _ in ROUNDED])
+def test_right_answers_rounded_or_in_float32_as_the_statement_allows_are_right(how, label, answer, one_thread):
+    result = run_check(label, *answer())
+    assert result.passed, f"{label}, {how}: {result.message}"
+
+
 # --- typical wrong answers are rejected with the right message -----------------------------------------
 
-def _ratios(scale=1.0):
+def _ratios(scale=1.0, without_readout=False):
+    """``without_readout``: the parameter count without W_D's d d_out = 64 weights."""
     from memcap import bounds
 
-    return {dh: scale * bounds.mha_capacity(40, 32, dh) / bounds.mha_param_count(40, 64, dh, 1, 1)
-            for dh in (8, 16, 32, 64)}
+    return {dh: scale * bounds.mha_capacity(40, 32, dh)
+            / (bounds.mha_param_count(40, 64, dh, 1, 1) - 64 * without_readout) for dh in (8, 16, 32, 64)}
 
 
-def _memorize_classes(one_hot: bool, skip: bool = True):
+def _memorize_classes(one_hot: bool, skip: bool = True, switch: bool = False):
+    """``switch``: memorized without the skip, then the skip switched on (labels not shifted by W_D^T e)."""
+    import dataclasses
+
     from memcap.construct import mahdavi
 
     def fit(contexts, queries, labels, classes, heads, head_dim):
         y = torch.nn.functional.one_hot(labels, classes).double() if one_hot else labels.double()
-        return mahdavi.memorize(contexts, queries, y, heads=heads, head_dim=head_dim, skip=skip,
-                                generator=torch.Generator().manual_seed(0))
+        params = mahdavi.memorize(contexts, queries, y, heads=heads, head_dim=head_dim, skip=skip,
+                                  generator=torch.Generator().manual_seed(0))
+        return dataclasses.replace(params, skip=True) if switch else params
     return fit
 
 
@@ -272,13 +325,14 @@ def _relu_answers(keep: int):
     return rx.exact_relu_residual_bound(x[:keep], y[:keep], 2), fit
 
 
-def _positive_certificate():
-    """A positive certificate (its value on the first nine points of the chapter's data set)."""
+def _positive_certificate(patterns=74, tuples=2775):
+    """A positive certificate: its value on the first nine points of the chapter's data set (74
+    patterns, 2775 pairs of them); with ``patterns=44`` a certificate no 7 points can give."""
     from fractions import Fraction
 
     from memcap.construct.relu_exact import ExactReLUBound
 
-    return ExactReLUBound(squared=Fraction(17928072, 144092762311), patterns=37, tuples=703)
+    return ExactReLUBound(squared=Fraction(17928072, 144092762311), patterns=patterns, tuples=tuples)
 
 
 def _relu_counts(out_scale=True):
@@ -346,19 +400,22 @@ def _lk_minimiser(clip=True):
     return minimiser
 
 
-def _rw_answers(drop=0, extra=(), chance=True):
+def _rw_answers(drop=0, extra=(), chance=True, proved=False):
+    """``proved``: Corollary 2 with the proved count K = H + d instead of the paper's H d_h + d."""
     from memcap import bounds
 
     names = [n for n, e in bounds.BOUNDS.items() if e.citation.startswith(bounds.DANA)]
     names = names[drop:] + list(extra)
     accuracies = {h: bounds.cor2_accuracy(h, 10, 10, 50, 2500) - (0 if chance else 1 / 50) for h in (1, 11, 21, 31)}
+    if proved:
+        accuracies = {h: 1 / 50 + (1 - 1 / 50) * (h + 10) / 2500 for h in (1, 11, 21, 31)}
     return names, accuracies
 
 
-def _mexp_guaranteed(chance=True):
+def _mexp_guaranteed(chance=True, count_shift=0):
     from memcap import bounds
 
-    K = bounds.mha_capacity(60, 32, 64)
+    K = bounds.mha_capacity(60, 32, 64) + count_shift
     return {T: K / T + (1 - K / T) / 100 * chance for T in (10_000, 40_000)}
 
 
@@ -429,6 +486,8 @@ WRONG = [
     ("ex-mahdavi-theorem1-2", lambda: ([0.1, 0.2], 32), "should have 4 entries"),
     ("ex-mahdavi-theorem1-3", lambda: (_memorize_classes(one_hot=False),), "one-hot"),
     ("ex-mahdavi-theorem1-3", lambda: (_memorize_classes(one_hot=True, skip=False),), "skip connection"),
+    ("ex-mahdavi-theorem1-3", lambda: (_memorize_classes(one_hot=True, skip=False, switch=True),), "wrong class"),
+    ("ex-mahdavi-theorem1-2", lambda: (_digits(_ratios(without_readout=True), 3), 32), "slightly too large"),
     ("ex-mahdavi-theorem1-3", lambda: (lambda *a: None,), "should return the layer's weights"),
     ("ex-mahdavi-tightness-2", lambda: ({h: 32 * h for h in (1, 5, 10, 20, 40)},), "sum to one"),
     ("ex-mahdavi-tightness-2", lambda: ({h: 63 * h + 1 for h in (1, 5, 10, 20, 40)},), "Proposition 5"),
@@ -437,7 +496,11 @@ WRONG = [
     ("ex-mahdavi-tightness-3", lambda: (lambda c: c[:, :, :-1],), "same shape"),
     ("ex-mahdavi-relu-2", lambda: _relu_counts(out_scale=False), "d_out = 64"),
     ("ex-mahdavi-relu-2", lambda: ({1: 1}, {}, 1, 1), "one entry for each of [1, 64]"),
-    ("ex-mahdavi-relu-3", lambda: (_positive_certificate(), _relu_answers(keep=7)[1]), "exactly zero"),
+    ("ex-mahdavi-relu-3", lambda: (_positive_certificate(), _relu_answers(keep=7)[1]), "on the first 7 points"),
+    ("ex-mahdavi-relu-3", lambda: (_positive_certificate(44, 990), _relu_answers(keep=7)[1]), "exactly zero"),
+    ("ex-mahdavi-relu-3", lambda: (_relu_answers(keep=6)[0], _relu_answers(keep=7)[1]), "on the first 7 points"),
+    ("ex-mahdavi-relu-3", lambda: (_relu_answers(keep=7)[0], _relu_answers(keep=10)[1]),
+     "trained on the first 7 examples"),
     ("ex-mahdavi-relu-3", lambda: (_relu_answers(keep=7)[0], None), "what fit_relu returns"),
     ("ex-mahdavi-skip-2", lambda: ((1.5, -1.5),), "adds the skip term"),
     ("ex-mahdavi-skip-2", lambda: ((-0.5, 2.5, 5.0),), "d_out = 2 entries"),
@@ -469,10 +532,11 @@ WRONG = [
     ("ex-dana-lk-4", lambda: (_lk_minimiser(clip=False),), "Lambda ranges over the numbers >= 0"),
     ("ex-dana-lk-4", lambda: (lambda N, C, r_bar: 1.0,), "above its minimum"),
     ("ex-dana-rw-2", lambda: (10 ** 5 - 1,), "different width has a smaller count"),
-    ("ex-dana-rw-2", lambda: (2.0,), "whole number"),
+    ("ex-dana-rw-2", lambda: (2.5,), "whole number"),
     ("ex-dana-rw-3", lambda: _rw_answers(drop=2), "2 closed forms from Dana et al. are missing"),
     ("ex-dana-rw-3", lambda: _rw_answers(extra=["mha_capacity"]), "do not come from Dana et al."),
     ("ex-dana-rw-3", lambda: _rw_answers(chance=False), "chance term 1/N is missing"),
+    ("ex-dana-rw-3", lambda: _rw_answers(proved=True), "the proved count K = H + d"),
 ]
 
 
@@ -569,6 +633,7 @@ _PAIRS = math.comb(1000, 2) / 465_000
 WRONG += [
     ("ex-setting-2", lambda: ({64: 159, 16: 667}, {64: 1, 16: 1}), "only min(n, d_h) counts"),
     ("ex-setting-2", lambda: ({64: 323, 16: 667}, {64: 1, 16: 1}), "the parameter count is"),
+    ("ex-setting-2", lambda: ({64: 322, 16: 667}, {64: 1, 16: 1}), "round up"),
     ("ex-setting-2", lambda: ([323], {64: 1, 16: 1}), "should have 2 entries"),
     ("ex-setting-3", lambda: (_shared_and_repeated(softmax_axis=1),), "sum to one"),
     ("ex-setting-3", lambda: (_shared_and_repeated(swap=True),), "not the layer's"),
@@ -608,6 +673,7 @@ WRONG += [
      "not a percentage"),
     ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 313), "not n = 32"),
     ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 322), "round up"),
+    ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(count_shift=-1), 323), "each further head r - 1"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [0.2, 0.4, 0.7]), "look like accuracies"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [30.5, 60, 105]), "whole number"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [30, 60, 210]), "between 0 and T = 150"),
@@ -676,6 +742,17 @@ def test_numeric_answers_are_not_revealed_in_the_message():
     result = run_check("ex-mahdavi-tightness-2", {h: 2 * h for h in (1, 5, 10, 20, 40)})
     assert str(bounds.mha_shared_rank_bound(1, 32)) not in result.message.replace("case 1", "")
     assert "times too small" in result.message
+
+
+def test_a_near_miss_is_told_by_its_relative_gap_not_as_about_1_times():
+    from memcap.textbook.exercises.checking import Failure, close
+
+    with pytest.raises(Failure) as failure:
+        close(0.996, 1.0, "the ratio")
+    assert "slightly too small (off by 0.4 %)" in str(failure.value) and "1 times" not in str(failure.value)
+    with pytest.raises(Failure) as failure:
+        close(1.5, 1.0, "the ratio")
+    assert "about 1.5 times too large" in str(failure.value)
 
 
 def test_wrong_calls_say_how_to_call():

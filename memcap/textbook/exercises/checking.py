@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 __all__ = ["Checker", "Failure", "Result", "call", "case", "case_device", "checker", "close", "entries", "expect",
            "fail", "number", "numbers_by_key", "on_device", "registry", "run_check", "tensor_answer",
-           "to_case_device"]
+           "to_case_device", "whole_number"]
 
 _REGISTRY: dict[str, "Checker"] = {}
 
@@ -362,6 +362,18 @@ def number(value: Any, what: str, *, hint: str | None = None) -> float:
     fail(f"{what} should be a number", got=f"{type(value).__name__} {_show(value)}", hint=hint)
 
 
+def whole_number(value: Any, what: str, *, hint: str | None = None) -> int:
+    """The student's ``value`` as an int, or a failure saying that ``what`` should be a whole number.
+
+    Any number :func:`number` reads whose value is an integer counts: ``1386``, ``np.int64(1386)``,
+    ``1386.0`` (from ``np.floor(...) + 1``) or a one-element tensor; ``1386.5`` and a bool do not.
+    """
+    value = number(value, what, hint=hint)
+    if not (math.isfinite(value) and value.is_integer()):
+        fail(f"{what} should be a whole number", got=value, hint=hint)
+    return int(value)
+
+
 def _kind(x: Any) -> str:
     """How a number that is not finite is named: ``NaN``, ``inf`` or ``-inf``."""
     x = complex(x)
@@ -427,13 +439,19 @@ def _non_finite_words(found: tuple[str, str, int], subject: str, whole: str) -> 
 
 
 def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: float = 0.0,
-          reveal: bool = False, hint: str | None = None) -> None:
+          digits: int | None = None, reveal: bool = False, hint: str | None = None) -> None:
     """The number ``got`` equals ``expected`` up to ``rtol`` (relative) or ``atol`` (absolute).
 
+    ``digits`` (an exercise that asks for so many significant digits) also accepts ``got`` within half a
+    unit of the last asked digit of ``expected`` (``digits=3``: 0.0294 for 0.029366), and so every correct
+    rounding, and nothing a digit further off.
     With ``reveal=False`` (numeric answers) the message does not print ``expected``: it says whether
     ``got`` is too large or too small, and by which factor.
     """
     value = number(got, what, hint=hint)
+    if digits is not None and expected:
+        unit = 10.0 ** (math.floor(math.log10(abs(expected))) - digits + 1)
+        atol = max(atol, 0.5 * unit * (1 + 1e-9))
     if math.isfinite(value) and abs(value - expected) <= max(atol, rtol * abs(expected)):
         return
     if not math.isfinite(value):           # never the expected number: a NaN tells nothing about the value
@@ -443,8 +461,12 @@ def close(got: Any, expected: float, what: str, *, rtol: float = 1e-6, atol: flo
         fail(f"{what} is not right", expected=expected, got=value, hint=hint)
     if expected and value and value / expected > 0:
         factor = max(value / expected, expected / value)
-        amount = f"{factor:.3g}" if factor < 1000 else f"{factor:,.0f}"
-        side = f"about {amount} times too {'large' if abs(value) > abs(expected) else 'small'}"
+        direction = "large" if abs(value) > abs(expected) else "small"
+        if factor < 1.1:   # "about 1 times too small" would say nothing: give the relative gap
+            side = f"slightly too {direction} (off by {100 * abs(value / expected - 1):.2g} %)"
+        else:
+            amount = f"{factor:.3g}" if factor < 1000 else f"{factor:,.0f}"
+            side = f"about {amount} times too {direction}"
     else:
         side = "too large" if value > expected else "too small"
     fail(f"{what} is {side}", got=value, hint=hint)

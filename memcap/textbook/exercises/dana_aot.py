@@ -36,7 +36,7 @@ def gpt2_sized_count(total, head_fraction):
         hint = "the heads hold 4 d_h H d weights; divide by the total"
         if isinstance(value, float) and abs(value - 3 * dh * H * d / expected_total) <= 1e-3 * expected:
             hint = "each head has four d_h x d matrices: W_Q, W_K, W_V and W_O (d x d_h)"
-        close(value, expected, "the fraction", rtol=1e-3, hint=hint)
+        close(value, expected, "the fraction", rtol=1e-4, digits=3, hint=hint)
 
 
 def _permutation_cases():

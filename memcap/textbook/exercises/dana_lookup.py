@@ -5,7 +5,16 @@ import math
 import numbers
 
 from memcap import bounds, lookup
-from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key
+from memcap.textbook.exercises.checking import (
+    call,
+    case,
+    checker,
+    close,
+    expect,
+    fail,
+    numbers_by_key,
+    whole_number,
+)
 
 CHAPTER = "book/dana/lookup"
 N_GPT2, D_GPT2 = 50257, 768
@@ -19,9 +28,8 @@ def gpt2_widths(need, constants):
     given = numbers_by_key(need, [0.5, 0.1], "need")
     for c0 in (0.5, 0.1):
         with case(f"the smallest d with C < {c0:g}"):
-            value = given[c0]
-            expect(isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 2,
-                   "a width is a whole number >= 2", got=value)
+            value = whole_number(given[c0], "the width")
+            expect(value >= 2, "a width is at least 2", got=value)
             hint = "C = sqrt(32 log(N + 1)/d): solve C < c0 for d"
             expect(bounds.jl_constant(N_GPT2, value) < c0, f"at that width C is not below {c0:g}",
                    got=value, hint=hint + "; the inequality is strict, so round up past the boundary")

@@ -66,4 +66,5 @@ def induction_summary(step_summary):
             close(scale, max(st.scale for st in kq.steps), "the largest scale c", rtol=1e-9,
                   hint="take the largest .scale over kq.steps")
             close(sigma, min(st.sigma_min for st in kq.steps), "the smallest sigma_min", rtol=1e-9,
-                  hint="take the smallest .sigma_min over kq.steps (the finite weights, not the limit)")
+                  hint="take the smallest .sigma_min over all of kq.steps, head 1's included (the finite "
+                       "weights, not the limit)")

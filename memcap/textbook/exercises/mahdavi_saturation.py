@@ -20,7 +20,8 @@ def _scale(gap: float, delta: float, log=math.log) -> float:
 @checker("ex-mahdavi-saturation-2", CHAPTER)
 def scales_needed(base, small_delta, small_gap):
     """Lemma 4's scale c_delta for n = 32 and spread s = 5 in three cases: gap g = 1e-3 and
-    delta = 1e-8; delta 10^4 times smaller; g ten times smaller."""
+    delta = 1e-8; delta 10^4 times smaller; g ten times smaller (to five significant digits or better,
+    rounded up to a whole number if you like)."""
     for (description, gap, delta), value, name in zip(CASES, (base, small_delta, small_gap),
                                                       ("base", "small_delta", "small_gap")):
         with case(description):
@@ -30,7 +31,8 @@ def scales_needed(base, small_delta, small_gap):
                 hint = "the bound 2(n - 1)exp(s - cg) uses the natural logarithm, not log10"
             elif math.isclose(given, (5 + math.log(2 * 32 / delta)) / gap, rel_tol=1e-6):
                 hint = "the winner is not counted: n - 1 tokens lose, not n"
-            close(value, _scale(gap, delta), "c_delta", rtol=1e-6, hint=hint)
+            # 1e-4 accepts c_delta rounded (up) to a whole number; the slips above are 2e-2 off or more
+            close(value, _scale(gap, delta), "c_delta", rtol=1e-4, hint=hint)
 
 
 def _pairs():
@@ -54,7 +56,9 @@ def pessimism(slack):
                 scale = mahdavi.saturation_scale(a_star[t], a_plus[t], delta)
                 expected = delta / float(mahdavi.saturation_error(a_star[t], a_plus[t], scale))
                 hint = ("compute c_delta with saturation_scale for this pair, then the distance with "
-                        "saturation_error at that c")
+                        "saturation_error at that c: it adds up the mass off the winner, whereas the "
+                        "distance written out (|theta - theta_+| summed, or 2(1 - theta_max)) cancels to "
+                        "rounding noise at these scales")
                 try:
                     value = float(got)
                 except (TypeError, ValueError):

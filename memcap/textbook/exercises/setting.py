@@ -25,7 +25,8 @@ HEAD_DIMS = (64, 16)
 @checker("ex-setting-2", CHAPTER)
 def heads_and_parameters(heads, parameters):
     """The fewest heads that guarantee T = 10 000 examples (d = 64, n = 32, d_v = d_out = 1) for
-    d_h = 64 and d_h = 16, and the parameter count of each layer (two dicts keyed by d_h)."""
+    d_h = 64 and d_h = 16, and the parameter count of each layer as bounds.mha_param_count counts it
+    (the paper's count, without W_O; two dicts keyed by d_h)."""
     given_heads = numbers_by_key(heads, HEAD_DIMS, "heads")
     given_params = numbers_by_key(parameters, HEAD_DIMS, "parameters")
     for dh in HEAD_DIMS:
@@ -35,6 +36,8 @@ def heads_and_parameters(heads, parameters):
             hint = "the smallest H with H(min(n, d_h) - 1) + 1 >= T"
             if dh > 32 and value == math.ceil((10_000 - 1) / (dh - 1)):
                 hint = "only min(n, d_h) counts: a head cannot use more than n = 32 dimensions"
+            elif value == needed - 1:
+                hint = "round up: with one head fewer, H(min(n, d_h) - 1) + 1 is still below T"
             close(value, needed, "the number of heads", hint=hint)
             close(given_params[dh], bounds.mha_param_count(needed, 64, dh, 1, 1), "the parameter count",
                   hint="2Hdd_h + Hdd_v + dd_out with d_v = d_out = 1, for the number of heads found")

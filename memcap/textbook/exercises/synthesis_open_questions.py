@@ -30,8 +30,11 @@ def heads_for_all_sequences(heads_dim3, heads_dim1):
 def saturation_shares(shares):
     """The share of saturated head-example pairs of Mahdavi et al.'s construction with d = d_h = 16,
     n = 8, T = H(n-1)+1, for H = 1, ..., 6 (a dict keyed by H, or a list in that order): each a count
-    of pairs over H T, none at H = 1, and within 5 pairs of (H-1)(T-n+1)/(HT) (a head may saturate, or
-    fail to, by chance on a few examples outside its group; measured shares differ by 2 pairs at most)."""
+    of pairs over H T, none at H = 1, and from 12 pairs below (H-1)(T-n+1)/(HT) to 3 above. A later
+    head's scale is chosen for the rank, not for the 0.99 threshold, so it can stay below 0.99 on a few
+    examples outside its group; the first head rarely saturates by chance. Over 30 data seeds and
+    H = 1, ..., 6 the counts ranged from 8 pairs below the formula to 1 above; computing the attention
+    without the keys' 1/sqrt(d) puts them 8 or more above."""
     given = numbers_by_key(shares, range(1, 7), "shares")
     n = 8
     for H in range(1, 7):
@@ -45,7 +48,7 @@ def saturation_shares(shares):
                    f"H T = {H * T} head-example pairs", got=given[H],
                    hint="count the (head, example) pairs whose attention is saturated")
             formula = (H - 1) * (T - n + 1) / (H * T)
-            low, high = formula - 5 / (H * T), formula + 5 / (H * T)
+            low, high = formula - 12 / (H * T), formula + 3 / (H * T)
             expect(low <= value + 1e-12 and value <= high + 1e-12,
                    "the share is far from what the construction gives",
                    expected=f"close to (H-1)(T-n+1)/(HT) = {formula:.3f}", got=value,
