@@ -40,7 +40,7 @@ def relu_against_attention(relu_examples, relu_parameters, attention_examples, a
               hint="2Hdd_h + Hdd_v + dd_out with d_v = d_out = 1")
 
 
-KEEP, N_TOKENS, UNITS = 7, 2, 2
+KEEP, N_TOKENS = 7, 2   # the exercise keeps 7 examples; the data have n = 2 tokens
 
 
 def _first_examples() -> tuple[torch.Tensor, torch.Tensor]:
