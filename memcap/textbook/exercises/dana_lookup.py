@@ -5,16 +5,7 @@ import math
 import numbers
 
 from memcap import bounds, lookup
-from memcap.textbook.exercises.checking import (
-    call,
-    case,
-    checker,
-    close,
-    expect,
-    fail,
-    numbers_by_key,
-    whole_number,
-)
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, fail, numbers_by_key, whole_number
 
 CHAPTER = "book/dana/lookup"
 N_GPT2, D_GPT2 = 50257, 768
