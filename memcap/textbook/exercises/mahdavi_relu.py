@@ -51,11 +51,11 @@ def _first_examples() -> tuple[torch.Tensor, torch.Tensor]:
     points = relu_exact.integer_points_in_general_position(10, N_TOKENS, seed=0)
     rng = random.Random(1)
     labels = [rng.randint(-3, 3) for _ in range(10)]
-    contexts = torch.eye(N_TOKENS, 3, dtype=torch.float64)
-    queries = torch.cat([torch.zeros(10, 1, dtype=torch.float64),
-                         torch.tensor(points, dtype=torch.float64)], dim=1)
+    contexts = torch.eye(N_TOKENS, 3, dtype=torch.float64, device="cpu")
+    queries = torch.cat([torch.zeros(10, 1, dtype=torch.float64, device="cpu"),
+                         torch.tensor(points, dtype=torch.float64, device="cpu")], dim=1)
     inputs = mahdavi_limits.fcn_inputs(contexts, queries)
-    return inputs[:KEEP], torch.tensor(labels[:KEEP], dtype=torch.float64)[:, None]
+    return inputs[:KEEP], torch.tensor(labels[:KEEP], dtype=torch.float64, device="cpu")[:, None]
 
 
 @checker("ex-mahdavi-relu-3", CHAPTER)
