@@ -336,15 +336,17 @@ def module_input(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
 
 
 def id_tensor(name: str, value: object, *, device: torch.device | str | None = None) -> torch.Tensor:
-    """``value`` as an integer tensor of ids (token ids, class labels, example indices).
+    """``value`` as an int64 tensor of ids (token ids, class labels, example indices).
 
     Tensors, NumPy arrays and nested lists of integers are accepted; float, complex and bool input is
-    refused with ``TypeError``. ``device`` as in :func:`real_tensor`.
+    refused with ``TypeError``. Other integer dtypes are converted to int64: torch indexes with a uint8
+    tensor as with a boolean mask, and its embeddings and cross-entropy refuse some integer dtypes.
+    ``device`` as in :func:`real_tensor`.
     """
     t = value if isinstance(value, torch.Tensor) else _from_array_like(name, value, device)
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must have an integer dtype (ids), got {t.dtype}")
-    return on_device(name, t, device)
+    return on_device(name, t, device).long()
 
 
 def ids_in_range(name: str, ids: torch.Tensor, upper: int | None = None) -> torch.Tensor:

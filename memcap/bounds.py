@@ -265,7 +265,9 @@ def aot_capacity(heads: int, head_dim: int, dim: int) -> int:
     """Dana et al.'s Theorem 1 count for a one-layer AoT, H d_h + d, as the paper states it.
 
     An upper limit of what the construction can reach (H d_h + min(d, L) when the sequences end in L
-    distinct tokens), not a proved guarantee for every set of sequences: see ``AOT_CAPACITY_EXPR``."""
+    distinct tokens), not a proved guarantee for every set of sequences: see ``AOT_CAPACITY_EXPR``.
+    Dana et al. assume d_h <= d; for d_h > d (the left part of their Figure 2(a)) this is the formula
+    evaluated, not a statement of theirs, and it is accepted for that comparison."""
     return int(_AOT_CAPACITY(positive_int("heads", heads), positive_int("head_dim", head_dim),
                              positive_int("dim", dim)))
 
@@ -295,7 +297,10 @@ def accuracy_from_memorized(memorized: float, vocab: int, associations: int) -> 
 
 def cor2_accuracy(heads: int, head_dim: int, dim: int, vocab: int, associations: int) -> float:
     """Dana et al., Corollary 2: some AoT reaches expected accuracy
-    min(1, 1/N + (1 - 1/N)(H d_h + d)/T0) on T0 uniformly weighted associations."""
+    min(1, 1/N + (1 - 1/N)(H d_h + d)/T0) on T0 uniformly weighted associations.
+
+    Stated for d_h <= d; with d_h > d (the left part of their Figure 2(a), which the book plots it on)
+    it is the formula evaluated, not the corollary."""
     return float(_COR2_ACCURACY(positive_int("heads", heads), positive_int("head_dim", head_dim),
                                 positive_int("dim", dim), positive_int("vocab", vocab),
                                 positive_int("associations", associations)))

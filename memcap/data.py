@@ -182,6 +182,7 @@ class MemorizationTask:
         check_finite("labels", on_device("labels", self.labels, self.queries.device))
         if self.classes is not None:
             C = positive_int("classes", self.classes)
+            object.__setattr__(self, "classes", C)   # a NumPy integer as a Python int, like the specs'
             if self.labels.dtype != torch.int64:
                 raise TypeError(f"labels of a classification task must have dtype torch.int64, "
                                 f"got {self.labels.dtype}")
@@ -412,7 +413,7 @@ def kl_divergence(p: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     p_j = 0 contribute 0. Returns (rows,).
     """
     p = _check_probability_rows("p", p)
-    logits = float_tensor("logits", logits, device=p.device)
+    logits = float_input("logits", logits, p)   # an array-like takes p's dtype; a tensor must match it
     check_shape("logits", logits, tuple(p.shape), "(rows, N)")
     same_device_dtype(p=p, logits=logits)
     log_q = torch.log_softmax(logits, dim=1)

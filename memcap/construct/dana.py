@@ -46,6 +46,7 @@ from memcap._checks import (
     positive_int,
     positive_real,
     real_tensor,
+    same_device_dtype,
 )
 from memcap.data import entropy as row_entropy
 from memcap.data import kl_divergence
@@ -164,6 +165,7 @@ class SequenceEncoder:
     def __post_init__(self) -> None:
         float_input("unembedding", check_tensor("unembedding", self.unembedding))
         float_input("embedding", check_tensor("embedding", self.embedding), self.unembedding)   # one device
+        same_device_dtype(unembedding=self.unembedding, embedding=self.embedding)
         if self.unembedding.ndim != 2 or min(self.unembedding.shape) == 0:
             raise ValueError(f"unembedding must have shape (N, d), got {tuple(self.unembedding.shape)}")
         check_shape("embedding", self.embedding, (None, self.unembedding.shape[1]), "(T, d)")
@@ -384,6 +386,8 @@ def lemma2_params(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int,
 
 def head_input_matrix(params: AoTParams, tokens: torch.Tensor) -> torch.Tensor:
     """The matrix A of Lemma 2: column t is A(t) = [A^1(t); ...; A^H(t)] in R^{Hd}. Returns (Hd, T)."""
+    if not isinstance(params, AoTParams):
+        raise TypeError(f"params must be AoTParams, got {type(params).__name__}")
     A = aot_head_inputs(params, _tokens(tokens, params.vocab, params.device))   # (T, H, d)
     return A.reshape(A.shape[0], -1).T
 

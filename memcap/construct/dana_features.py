@@ -55,6 +55,12 @@ def _sizes(tokens: torch.Tensor) -> tuple[int, int, int, int]:
             int(torch.unique(tokens).numel()))
 
 
+def _check_head_dim(d: int, d_h: int) -> None:
+    """kappa bounds the rank only when d_h <= d (each W_V^h A^h has rank <= d)."""
+    if d_h > d:
+        raise ValueError(f"d_h > d: head_dim = {d_h} exceeds dim = {d} (Dana et al. assume d_h <= d)")
+
+
 def feature_count(tokens: torch.Tensor, dim: int, heads: int, head_dim: int) -> int:
     """kappa = min(d, L) + H min(d_h, n + S - 2): the largest rank the features of ``tokens`` can have.
 
@@ -65,8 +71,7 @@ def feature_count(tokens: torch.Tensor, dim: int, heads: int, head_dim: int) -> 
     """
     tokens = _distinct_tokens(tokens)
     d, H, d_h = positive_int("dim", dim), positive_int("heads", heads), positive_int("head_dim", head_dim)
-    if d_h > d:
-        raise ValueError(f"d_h > d: head_dim = {d_h} exceeds dim = {d} (Dana et al. assume d_h <= d)")
+    _check_head_dim(d, d_h)
     _, S, L, n = _sizes(tokens)
     return min(d, L) + H * min(d_h, n + S - 2)
 
@@ -100,6 +105,9 @@ def _null_space(rows: torch.Tensor) -> torch.Tensor:
 def rank_one_witness(tokens: torch.Tensor, vocab: int, dim: int, heads: int, *,
                      generator: torch.Generator | None = None, scales: torch.Tensor | None = None) -> AoTParams:
     """The book's proof that features of T <= min(d, L) + H distinct sequences can be independent.
+
+    Any T is accepted: the features then reach rank min(T, min(d, L) + H), one dimension per head past
+    the skip block's min(d, L) (independence, rank T, only when T <= min(d, L) + H).
 
     Embeddings have generic coordinates and positive first coordinates (token ones in (1, 2), positional
     ones in (0, 1)). Head h has rank-one attention W_QK^h = w_h e_1 e_1^T (W_Q^h = W_K^h = sqrt(w_h) e_1^T)
@@ -332,6 +340,7 @@ def tight_sets(tokens: torch.Tensor, dim: int, heads: int, head_dim: int) -> lis
     if T > 16:
         raise ValueError(f"tight_sets enumerates 2^T subsets; T = {T} > 16 is too many")
     d, H, d_h = positive_int("dim", dim), positive_int("heads", heads), positive_int("head_dim", head_dim)
+    _check_head_dim(d, d_h)
     rows = tokens.tolist()
     S = tokens.shape[1]
     found = []
@@ -360,6 +369,7 @@ def certify_all_sets(vocab: int, seq_len: int, dim: int, heads: int, head_dim: i
 
     N, S = positive_int("vocab", vocab), positive_int("seq_len", seq_len)
     d, H, d_h = positive_int("dim", dim), positive_int("heads", heads), positive_int("head_dim", head_dim)
+    _check_head_dim(d, d_h)
     generator = _resolve.generator(generator)
     tokens = all_sequences(N, S, device="cpu")
     params = init_aot(N, S, d, H, d_h, generator=generator, dtype=DTYPE, device="cpu")

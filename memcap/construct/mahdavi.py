@@ -84,6 +84,12 @@ def _real_tensor(name: str, value: object, device: torch.device | None = None) -
     return t.to(exact_dtype(t.device))
 
 
+def _check_width(queries: torch.Tensor, d: int, what: str) -> None:
+    """Raise naming ``queries`` unless its width is the d of the weights of ``what``."""
+    if queries.shape[1] != d:
+        raise ValueError(f"queries must have d = {d}, the dimension of {what}, got shape {tuple(queries.shape)}")
+
+
 def _data(contexts: object, queries: object) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate E and e; return ``(contexts (T, n, d) float64, queries (T, d) float64)``.
 
@@ -166,8 +172,9 @@ def _dependent_query_set(queries: torch.Tensor, chosen: tuple[int, ...],
     most r queries is returned, which proves that the Kruskal rank is below r. Tolerance: the NumPy rule
     of :func:`memcap.linalg.rank`, max(shape) * eps * sigma_max.
     """
-    if not chosen:
-        return None
+    if not chosen:   # the span of no query is {0}: only a zero query lies in it (a dependent set of one)
+        zero = [s for s in others if not bool(queries[s].abs().max() > 0)]
+        return (zero[0],) if zero else None
     Q = queries[list(chosen)]  # (m, d)
     if linalg.rank(Q) < len(chosen):
         return chosen
@@ -253,6 +260,7 @@ class RankOneSeparator:
     def logits(self, contexts: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         """alpha+ = E^(t) W+ e^(t) for all examples: (T, n)."""
         E, e = _data(contexts, queries)
+        _check_width(e, self.u.shape[0], "the separator")
         return (E @ self.v) * (e @ self.u).unsqueeze(1)  # (T, n)
 
 
@@ -316,12 +324,14 @@ def saturation_bound(logits_star: object, logits_plus: object, c: float) -> torc
     min(alpha*) (spread), g = :func:`top_gap` of alpha+. Returns (...).
     """
     a_star, a_plus = _pair(logits_star, logits_plus)
-    c = finite_real("c", c)
+    c = nonnegative_real("c", c)   # Lemma 4's scale c >= 0
     n = a_star.shape[-1]
     spread = a_star.amax(dim=-1) - a_star.amin(dim=-1)
     gap = top_gap(a_plus)
     if n == 1:
         return torch.zeros_like(spread)
+    if bool((gap <= 0).any()):   # theta_+ is undefined: as softmax_limit and saturation_scale refuse
+        raise ValueError("Lemma 4 needs a unique largest logit of W+ (alpha+ has a tie at its maximum)")
     return 2 * (n - 1) * torch.exp(spread - c * gap)
 
 
@@ -457,6 +467,7 @@ class OneHead:
     def attention(self, contexts: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         """theta^(t) = Softmax(E^(t) W_K W_Q^T e^(t)) for all examples: (T, n)."""
         E, e = _data(contexts, queries)
+        _check_width(e, self.W_K.shape[0], "the head")
         return _head_attention(self.W_K, self.W_Q, E, e)
 
 
@@ -962,6 +973,7 @@ def remark1_capacity(queries: torch.Tensor, *, context_size: int, heads: int, he
     if e.ndim != 2:
         raise ValueError(f"queries must have shape (T, d), got {tuple(e.shape)}")
     check_shape("queries", e, (None, None), "(T, d)")
+    _check_n_below_d(n, e.shape[1])   # the construction behind the count needs n < d too
     with _resolve.one_cpu_thread(e.device):
         Q = linalg.kruskal_rank(e, max_subsets=max_subsets)
     if Q == 0:

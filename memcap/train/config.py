@@ -112,6 +112,8 @@ class TrainConfig:
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         if self.device is not None:
             pick_device(self.device)
+            if isinstance(self.device, torch.device):   # kept as its name: the job key is JSON
+                object.__setattr__(self, "device", str(self.device))
         for name in ("steps", "epochs", "batch_size", "lr", "warmup_fraction", "warmup_start_factor", "eps",
                      "eval_every"):   # NumPy scalars as Python numbers, like the specs': the job key is JSON
             value = getattr(self, name)

@@ -16,7 +16,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from memcap._checks import check_shape, check_tensor, float_input, id_tensor
+from memcap._checks import check_shape, check_tensor, float_input, id_tensor, same_device_dtype
 
 SHORT_ROW = 16
 """Rows shorter than this go through :class:`_ShortSoftmax`; longer ones through ``torch.softmax``. Measured
@@ -347,8 +347,11 @@ def _check_stack(params: dict[str, torch.Tensor], required: Sequence[str]) -> in
     m = first.shape[0] if first.ndim else 0
     if m == 0:
         raise ValueError(f"params[{required[0]!r}] must have a model axis m >= 1 first, got {tuple(first.shape)}")
-    for name, t in params.items():   # every weight on the first one's device
+    for name, t in params.items():   # every weight on the first one's device, in its dtype
         float_input(f"params[{name!r}]", check_tensor(f"params[{name!r}]", t), first)
+        if t.dtype != first.dtype:
+            raise ValueError(f"params[{name!r}] has dtype {t.dtype} but params[{required[0]!r}] has dtype "
+                             f"{first.dtype}: a stack computes in one dtype")
         if t.ndim == 0 or t.shape[0] != m:
             raise ValueError(f"params[{name!r}] must have the model axis m = {m} first, got {tuple(t.shape)}")
     return m
@@ -389,6 +392,7 @@ def mha_forward_stacked(params: dict[str, torch.Tensor], contexts: torch.Tensor,
         _shape(params, "b_D", (m, d_out), "(m, d_out)")
     queries = float_input("queries", queries, W_K)
     contexts = float_input("contexts", contexts, W_K)
+    same_device_dtype(weights=W_K, queries=queries, contexts=contexts)
     check_shape("queries", queries, (m, None, d_raw), "(m, B, d)")
     B = queries.shape[1]
     if contexts.ndim == 3:

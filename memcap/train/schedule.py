@@ -34,8 +34,10 @@ def lr_factor(step: torch.Tensor | int, total_steps: torch.Tensor | int, *, sche
 
     'warmup_cosine' (Mahdavi et al.'s code): W = floor(warmup_fraction * total) warm-up steps rising
     linearly from ``start_factor`` to 1, then 0.5 (1 + cos(pi (step - W) / (total - W))) down to 0 at
-    step = total. 'constant': 1 (Dana et al. use Adam's default rate throughout). Works elementwise on
-    tensors, so a stack of models with different ``total_steps`` gets one factor per model. The small
+    step = total, and 0 beyond. 'constant': 1 (Dana et al. use Adam's default rate throughout). Works
+    elementwise on tensors with torch's broadcasting, so a stack of models with different ``total_steps``
+    gets one factor per model, and steps (k, 1) against totals (m,) give a (k, m) table (the engine's
+    learning rates for its next k steps). Step counts must be whole numbers. The small
     real-data models use :func:`memcap.real.transformer.warmup_cosine` instead, which ramps from 1/W and
     decays over all steps; the two are compared in tests/test_real_models.py. The factor lives on the
     device of the tensor arguments (which must share one), on the CPU when both are numbers or arrays.
@@ -55,8 +57,15 @@ def lr_factor(step: torch.Tensor | int, total_steps: torch.Tensor | int, *, sche
         raise ValueError(f"total_steps must be positive, got {total_steps}")
     if bool((step_t < 0).any()):
         raise ValueError(f"step must be non-negative, got {step}")
-    if schedule == "constant":
+    for name, t in (("step", step_t), ("total_steps", total_t)):
+        if not bool((t == torch.floor(t)).all()):
+            raise ValueError(f"{name} must be whole numbers of updates, got {t[t != torch.floor(t)][0].item()}")
+    try:
         shape = torch.broadcast_shapes(step_t.shape, total_t.shape)
+    except RuntimeError:
+        raise ValueError(f"step of shape {tuple(step_t.shape)} and total_steps of shape {tuple(total_t.shape)} "
+                         f"do not broadcast together") from None
+    if schedule == "constant":
         return torch.ones(shape, dtype=torch.float64, device=step_t.device)
     warm = torch.floor(total_t * warmup_fraction)
     ramp = start_factor + (1.0 - start_factor) * step_t / warm.clamp(min=1.0)
