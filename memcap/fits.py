@@ -73,7 +73,12 @@ def _xy(x: Sequence[float], y: Sequence[float], at_least: int,
 def r_squared(y: Sequence[float], y_hat: Sequence[float]) -> float:
     """Coefficient of determination 1 - SS_res / SS_tot (1.0 when y is constant and fitted exactly)."""
     ya, yh = _xy(y, y_hat, 1, ("y", "y_hat"))
-    ss_res = float(((ya - yh) ** 2).sum())
+    # in units of the largest |y| (R² does not depend on them): squares of y near 1e200 would overflow,
+    # and the rounding threshold below would become inf
+    unit = float(np.abs(ya).max()) or float(np.abs(yh).max()) or 1.0
+    with np.errstate(over="ignore"):   # a y_hat far beyond y: SS_res = inf, R² = -inf (its float value)
+        ya, yh = ya / unit, yh / unit
+        ss_res = float(((ya - yh) ** 2).sum())
     ss_tot = float(((ya - ya.mean()) ** 2).sum())
     rounding = 1e-20 * (1.0 + float((ya**2).sum()))  # sums of squares below this are rounding noise
     if ss_tot <= rounding:  # constant y: R² is 1 for an exact fit, else 0
@@ -92,9 +97,37 @@ def poly_fit(x: Sequence[float], y: Sequence[float], degree: int) -> PolyFit:
                          f"degree {int(degree)}, got {distinct} (x = {xa[0]:g} for every point)"
                          if distinct == 1 else f"x must have at least degree + 1 = {int(degree) + 1} distinct "
                          f"values for a fit of degree {int(degree)}, got {distinct}")
-    coef = np.polynomial.polynomial.polyfit(xa, ya, int(degree))
-    fitted = np.polynomial.polynomial.polyval(xa, coef)
-    return PolyFit(tuple(float(c) for c in coef), r_squared(ya, fitted), _stderr(xa, ya - fitted, int(degree)))
+    scale = _x_scale(xa)
+    scaled = np.polynomial.polynomial.polyfit(xa / scale, ya, int(degree))   # coefficients of (x/scale)**k
+    fitted = np.polynomial.polynomial.polyval(xa / scale, scaled)
+    coef = _per_power(scaled, scale)
+    # a term the fit needs (above 1e-9 of the fitted values where |x| is largest) must survive the
+    # conversion to powers of x: neither overflow to inf nor underflow below the normal floats
+    needed = np.abs(scaled) > 1e-9 * float(np.abs(fitted).max())
+    lost = ~np.isfinite(coef) | (needed & (np.abs(coef) < np.finfo(float).tiny))
+    if lost.any():
+        k = int(np.nonzero(lost)[0][0])
+        raise ValueError(f"x reaches |x| = {scale:.3g}: the fit's coefficient of x**{k}, {scaled[k]:.3g} / "
+                         f"{scale:.3g}**{k}, is beyond the range of a float; fit x in other units "
+                         f"(x / {scale:.3g}, say)")
+    return PolyFit(tuple(float(c) for c in coef), r_squared(ya, fitted),
+                   _stderr(xa, ya - fitted, int(degree)))
+
+
+def _x_scale(x: np.ndarray) -> float:
+    """The largest |x| (1 when every x is 0): fits solve in x / scale, whose Vandermonde columns are of
+    comparable size and whose powers neither overflow nor underflow."""
+    return float(np.abs(x).max()) or 1.0
+
+
+def _per_power(values: np.ndarray, scale: float) -> np.ndarray:
+    """``values[k] / scale**k`` for every k (a coefficient or standard error of (x/scale)**k, per power of
+    x), dividing k times: ``scale**k`` alone overflows or underflows where the quotient need not."""
+    out = np.array(values, dtype=float)
+    with np.errstate(over="ignore", under="ignore"):   # inf or 0 where the quotient is beyond a float
+        for k in range(1, out.size):
+            out[k:] /= scale
+    return out
 
 
 def _stderr(x: np.ndarray, residual: np.ndarray, degree: int) -> tuple[float, ...]:
@@ -105,11 +138,11 @@ def _stderr(x: np.ndarray, residual: np.ndarray, degree: int) -> tuple[float, ..
     dof = x.size - degree - 1
     if dof <= 0:
         return (float("nan"),) * (degree + 1)
-    scale = max(1.0, float(np.abs(x).max()))   # columns of comparable size before the factorization
+    scale = _x_scale(x)   # columns of comparable size before the factorization
     r = np.linalg.qr(np.vander(x / scale, degree + 1, increasing=True), mode="r")
     r_inv = np.linalg.solve(r, np.eye(degree + 1))
     variance = float(residual @ residual) / dof
-    return tuple(float(np.sqrt(variance * (r_inv[k] @ r_inv[k]))) / scale ** k for k in range(degree + 1))
+    return tuple(float(se) for se in _per_power([np.sqrt(variance * (row @ row)) for row in r_inv], scale))
 
 
 def clearly_apart(a: float, se_a: float, b: float = 0.0, se_b: float = 0.0) -> bool:
@@ -136,7 +169,8 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> PolyFit:
 
 def non_saturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = 0.99,
                   floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The points before ``y`` first reaches ``ceiling`` (e.g. 99 % accuracy), and above ``floor``.
+    """The points up to and including the first where ``y`` reaches ``ceiling`` (e.g. 99 % accuracy),
+    among those above ``floor`` (if given); ``x``, ``y`` 1-D of one length, returned sorted by ``x``.
 
     Mahdavi et al. fit their line only on this part of each accuracy curve: once a model memorizes
     everything, more heads cannot raise the accuracy and the curve flattens at 1.

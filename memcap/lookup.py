@@ -27,6 +27,7 @@ import math
 
 import sympy as sp
 import torch
+from sympy.codegen.cfunctions import expm1
 
 from memcap import _resolve
 from memcap._checks import check_allocation, check_shape, finite_real, id_tensor, positive_int, real_tensor
@@ -60,10 +61,18 @@ SIMPLIFIED_KL_BOUND_EXPR = (1 + 2 * C) / (1 - 2 * C) * p_err * sp.log((N - 1) / 
 """The simplified form of Theorem 2 with the book's factor 1 + 2C (the paper has 1 + 4C): p_err the
 mean miss probability, h the mean entropy."""
 
-_GRAM_UNION_BOUND = sp.lambdify((N, d, t), GRAM_UNION_BOUND_EXPR, modules="math")
+
+def _in_floats(expr: sp.Expr) -> sp.Expr:
+    """``expr`` written for floats: logarithms of products split, e^h - 1 as expm1(h). For h below about
+    1e-16, e^h - 1 rounds to 0 (log((N - 1)/0) divides by zero), and (N - 1)/expm1(h) overflows for a
+    subnormal h, though log(N - 1) - log(expm1(h)) is finite; N^2 overflows for N near 1e155."""
+    return sp.expand_log(expr, force=True).subs(sp.exp(h) - 1, expm1(h))
+
+
+_LOG_GRAM_UNION_BOUND = sp.lambdify((N, d, t), _in_floats(sp.log(GRAM_UNION_BOUND_EXPR)), modules="math")
 _GAUSSIAN_GRAM_CONSTANT = sp.lambdify((N, d), GAUSSIAN_GRAM_CONSTANT_EXPR, modules="math")
-_COMMON_SCALE = sp.lambdify((N, C, h), COMMON_SCALE_EXPR, modules="math")
-_SIMPLIFIED_KL_BOUND = sp.lambdify((N, C, p_err, h), SIMPLIFIED_KL_BOUND_EXPR, modules="math")
+_COMMON_SCALE = sp.lambdify((N, C, h), _in_floats(COMMON_SCALE_EXPR), modules="math")
+_SIMPLIFIED_KL_BOUND = sp.lambdify((N, C, p_err, h), _in_floats(SIMPLIFIED_KL_BOUND_EXPR), modules="math")
 
 
 def _vocab(vocab: object) -> int:
@@ -95,6 +104,13 @@ def _mean_entropy(value: object, vocab: int) -> float:
     return x
 
 
+def _fano_entropy(vocab: int, error_prob: float) -> float:
+    """H_b(e) + e log(N - 1) nats: by Fano's inequality, the largest entropy of a distribution on N tokens
+    that puts 1 - e on one of them (and, being concave in e, the largest mean entropy at mean miss e)."""
+    binary = -sum(q * math.log(q) for q in (error_prob, 1 - error_prob) if q > 0)
+    return binary + error_prob * math.log(vocab - 1)
+
+
 def gaussian_gram_constant(vocab: int, dim: int) -> float:
     """sqrt(8 log(2 N^2)/d): where this is below 1, a Gaussian unembedding has ||W W^T - I||_max < C with
     positive probability for every C above it (at C equal to it the union bound is exactly 1). It is at
@@ -108,7 +124,14 @@ def gram_union_bound(vocab: int, dim: int, threshold: float) -> float:
     x = finite_real("threshold", threshold)
     if not 0 < x < 1:
         raise ValueError(f"threshold t must lie in (0, 1) for the chi-square tail bound, got {x}")
-    return float(_GRAM_UNION_BOUND(positive_int("vocab", vocab), positive_int("dim", dim), x))
+    nv, dm = positive_int("vocab", vocab), positive_int("dim", dim)
+    log_bound = _LOG_GRAM_UNION_BOUND(nv, dm, x)   # in log space: N^2 alone overflows for N near 1e155
+    try:
+        return math.exp(log_bound)
+    except OverflowError:
+        raise ValueError(f"vocab N = 10^{math.log10(nv):.4g} (with dim d = {dm}, t = {x:g}) makes the bound "
+                         f"2 N^2 exp(-d t^2/8) about 10^{log_bound / math.log(10):.0f}, beyond a float (and far "
+                         f"above 1: it says nothing)") from None
 
 
 def gaussian_unembedding(vocab: int, dim: int, *, generator: torch.Generator | None = None,
@@ -130,7 +153,8 @@ def common_scale(vocab: int, constant: float, mean_entropy: float) -> float:
     """Lambda = log((N - 1)/(e^{h_bar} - 1)) / (1 - 2C): the one scale of the encoder that proves the
     simplified form of Theorem 2 (``mean_entropy`` h_bar in (0, log N], ``constant`` C in [0, 1/2))."""
     nv = _vocab(vocab)
-    return float(_COMMON_SCALE(nv, _constant(constant), _mean_entropy(mean_entropy, nv)))
+    scale = float(_COMMON_SCALE(nv, _constant(constant), _mean_entropy(mean_entropy, nv)))
+    return max(scale, 0.0)   # >= 0 for h_bar <= log N: at h_bar = log N, rounding can leave -1e-17
 
 
 def simplified_kl_bound(vocab: int, constant: float, error_prob: float, mean_entropy: float) -> float:
@@ -138,13 +162,22 @@ def simplified_kl_bound(vocab: int, constant: float, error_prob: float, mean_ent
     al.'s Theorem 2 with the book's factor 1 + 2C, for any unembedding of Gram deviation <= C < 1/2.
 
     ``error_prob`` is the mean miss probability E[1 - pi(g(t) | t)] in [0, 1], ``mean_entropy`` the mean
-    Shannon entropy in (0, log N] nats.
+    Shannon entropy in (0, log N] nats. The two must be those of some task: by Fano's inequality (and the
+    concavity of its right side, for the means) mean_entropy <= H_b(error_prob) + error_prob log(N - 1),
+    H_b the binary entropy in nats; other pairs are refused. The bound is then >= 0.
     """
     nv = _vocab(vocab)
     e = finite_real("error_prob", error_prob)
     if not 0 <= e <= 1:
         raise ValueError(f"error_prob must lie in [0, 1], got {e}")
-    return float(_SIMPLIFIED_KL_BOUND(nv, _constant(constant), e, _mean_entropy(mean_entropy, nv)))
+    c, hbar = _constant(constant), _mean_entropy(mean_entropy, nv)
+    most = _fano_entropy(nv, e)
+    if hbar > most + 1e-12 * (1 + math.log(nv)):   # beyond rounding: no distribution has these means
+        raise ValueError(f"mean_entropy = {hbar:.6g} nats is more than Fano's inequality allows with error_prob = "
+                         f"{e:.6g} and N = {nv}: mean_entropy <= H_b(error_prob) + error_prob log(N - 1) = "
+                         f"{most:.6g}; no task has these two means")
+    bound = float(_SIMPLIFIED_KL_BOUND(nv, c, e, hbar))
+    return max(bound, 0.0)   # >= 0 by Fano (then e^h_bar - 1 <= N - 1); rounding can leave -1e-18
 
 
 def common_scale_encoder(targets: torch.Tensor, unembedding: torch.Tensor, scale: float) -> SequenceEncoder:
@@ -183,10 +216,13 @@ def noisy_lookup_rows(targets: torch.Tensor, vocab: int, entropies: torch.Tensor
     g = _targets(targets, nv)
     levels = real_tensor("entropies", entropies, device=g.device)
     check_shape("entropies", levels, (g.shape[0],), "(T,)")
-    if bool((levels < 0).any()) or bool((levels > math.log(nv)).any()):
-        raise ValueError(f"entropies must lie in [0, log N] = [0, {math.log(nv):.4g}] nats, got values from "
-                         f"{float(levels.min()):.4g} to {float(levels.max()):.4g}")
-    values = levels.detach().to("cpu", DTYPE)
+    values = levels.detach().to("cpu", DTYPE)   # checked in float64, the precision of the rows
+    log_n = math.log(nv)
+    slack = torch.finfo(levels.dtype).eps * log_n   # log N written in float32 can round up by this much
+    if bool((values < 0).any()) or bool((values > log_n + slack).any()):
+        raise ValueError(f"entropies must lie in [0, log N] = [0, {log_n:.4g}] nats, got values from "
+                         f"{float(values.min()):.4g} to {float(values.max()):.4g}")
+    values = values.clamp(max=log_n)   # the rounded log N as log N
     noise = {float(v): lookup_noise_for_entropy(nv, float(v)) for v in torch.unique(values)}
     eta = torch.tensor([noise[float(v)] for v in values], dtype=DTYPE, device="cpu")   # built on the CPU, moved
     probs = (eta / (nv - 1))[:, None].repeat(1, nv)

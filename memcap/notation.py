@@ -15,9 +15,10 @@ __all__ = ["sci"]
 def sci(value: float, digits: int = 1) -> str:
     """``value`` as LaTeX for running text: ``0.0078 -> '7.8 \\times 10^{-3}'``, ``0.25 -> '0.25'``.
 
-    Numbers with magnitude in [0.01, 10^4) are written plainly with ``digits + 1`` significant
-    digits (all digits of the integer part are kept: ``1234.5 -> '1234'``); others as a mantissa with
-    ``digits`` decimals times a power of ten. Zero is ``'0'``.
+    Numbers whose magnitude is in [0.01, 10^4) once rounded for display are written plainly with
+    ``digits + 1`` significant digits (all digits of the integer part are kept: ``1234.5 -> '1234'``;
+    ``0.0999 -> '0.10'``, ``0.00999 -> '0.010'``); others as a mantissa with ``digits`` decimals times a
+    power of ten (``9999.7 -> '10^{4}'``, not ``'10000'``). Zero is ``'0'``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"value must be a real number, got {value!r}")
@@ -31,12 +32,12 @@ def sci(value: float, digits: int = 1) -> str:
         raise ValueError(f"value must be finite, got {value}")
     if value == 0:
         return "0"
-    magnitude = abs(value)
-    if 0.01 <= magnitude < 1e4:
-        decimals = max(0, digits - math.floor(math.log10(magnitude)))
-        return f"{value:.{decimals}f}"
     mantissa, exponent = f"{value:.{digits}e}".split("e")
-    exponent = int(exponent)
+    exponent = int(exponent)   # of the value rounded to digits + 1 significant digits: 0.0999 -> 1.0e-1
+    if -2 <= exponent <= 4:    # at least 0.01 once rounded: plain, unless that rounds to 10^4 (9999.7)
+        plain = f"{value:.{max(0, digits - exponent)}f}"
+        if abs(float(plain)) < 1e4:
+            return plain
     if mantissa.lstrip("-") in ("1", "1." + "0" * digits):
         return f"{'-' if value < 0 else ''}10^{{{exponent}}}"
     return f"{mantissa} \\times 10^{{{exponent}}}"

@@ -813,7 +813,7 @@ def cases() -> dict[str, Case]:
         Case(lookup.gram_union_bound, lambda dev: {"vocab": 4, "dim": 64, "threshold": 0.5}, reals=("threshold",)),
         Case(lookup.common_scale, lambda dev: {"vocab": 4, "constant": 0.1, "mean_entropy": 0.5},
              reals=("constant", "mean_entropy")),
-        Case(lookup.simplified_kl_bound, lambda dev: {"vocab": 4, "constant": 0.1, "error_prob": 0.1,
+        Case(lookup.simplified_kl_bound, lambda dev: {"vocab": 4, "constant": 0.1, "error_prob": 0.2,
                                                       "mean_entropy": 0.5},
              reals=("constant", "error_prob", "mean_entropy")),
         Case(lookup.common_scale_encoder,

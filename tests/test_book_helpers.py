@@ -53,6 +53,16 @@ def test_sci(value, text):
     assert notation.sci(value) == text
 
 
+@pytest.mark.parametrize("value, digits, text", [
+    (0.0999, 1, "0.10"), (-0.0999, 1, "-0.10"), (0.998, 1, "1.0"), (9.96, 1, "10"), (0.0999, 2, "0.0999"),
+    (0.00999, 1, "0.010"), (0.00949, 1, "9.5 \\times 10^{-3}"),
+    (9999.7, 1, "10^{4}"), (-9999.7, 2, "-10^{4}"), (9999.4, 1, "9999"), (9950.0, 0, "9950")])
+def test_sci_chooses_the_form_from_the_rounded_magnitude(value, digits, text):
+    """digits + 1 significant digits once rounded (0.0999 -> '0.10', not '0.100'), and the plain form only
+    for a rounded magnitude in [0.01, 10^4) (9999.7 -> '10^{4}', not '10000'; 0.00999 -> '0.010')."""
+    assert notation.sci(value, digits) == text
+
+
 def test_sci_refuses_non_finite():
     with pytest.raises(ValueError, match="finite"):
         notation.sci(float("nan"))

@@ -86,3 +86,42 @@ def test_careless_fits_are_refused_naming_the_argument():
         fits.poly_fit([1, 2, 2, 1], [1.0, 2.0, 3.0, 4.0], 2)
     with pytest.raises(ValueError, match="floor must be below ceiling, got floor = 0.995 >= ceiling = 0.99"):
         fits.non_saturated([1, 2, 3], [0.1, 0.5, 1.0], floor=0.995)
+
+
+@pytest.mark.parametrize("c", [1e-200, 1.0, 1e200])
+def test_r_squared_does_not_depend_on_the_units_of_y(c):
+    """R² of c y against c ŷ is R² of y against ŷ: near 1e200 the squares overflowed and near 1e-200 they
+    underflowed, and either way y looked constant (R² = 1 for [1, 2] fitted by [2, 1], whose R² is -3)."""
+    y, y_hat = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.1, 1.9, 3.2, 3.7])
+    assert fits.r_squared(c * y, c * y_hat) == pytest.approx(fits.r_squared(y, y_hat), rel=1e-12)
+    assert fits.r_squared(c * np.array([1.0, 2.0]), c * np.array([2.0, 1.0])) == pytest.approx(-3.0)
+    assert fits.r_squared(c * np.array([1.0, 2.0, 3.0]), c * np.array([3.0, 1.0, 2.0])) == pytest.approx(-2.0)
+    assert fits.r_squared(c * np.array([5.0, 5.0]), c * np.array([5.0, 5.0])) == 1.0     # constant, fitted
+
+
+@pytest.mark.parametrize("c", [1e-100, 1.0, 1e100])
+def test_fits_do_not_depend_on_the_units_of_x(c):
+    """A fit on c x has the coefficients of the fit on x divided by c**k, the same standard errors so
+    divided and the same R² (the fit used to run on the raw x, whose powers overflow or underflow)."""
+    x = np.arange(1.0, 8.0)
+    y = 2 - 0.5 * x + 0.25 * x**2 + np.array([0.1, -0.2, 0.1, 0.0, 0.2, -0.1, -0.1])
+    ref, fit = fits.poly_fit(x, y, 2), fits.poly_fit(c * x, y, 2)
+    assert fit.coef == pytest.approx([a / c**k for k, a in enumerate(ref.coef)], rel=1e-9)
+    assert fit.stderr == pytest.approx([s / c**k for k, s in enumerate(ref.stderr)], rel=1e-9)
+    assert fit.r2 == pytest.approx(ref.r2, rel=1e-12) and 0.9 < fit.r2 < 1
+    line = fits.linear_fit(c * x, 3 + 2 * x)
+    assert line.coef == pytest.approx((3.0, 2.0 / c), rel=1e-12) and line.r2 == pytest.approx(1.0)
+    quadratic = fits.poly_fit(c * x, 1 - x + 0.5 * x**2, 2)
+    assert quadratic.coef == pytest.approx((1.0, -1.0 / c, 0.5 / c**2), rel=1e-9)
+    assert quadratic(c * x) == pytest.approx(1 - x + 0.5 * x**2, rel=1e-9)
+
+
+def test_fits_on_huge_x_are_exact_or_refused_naming_x():
+    line = fits.linear_fit([1e160, 2e160, 3e160], [1, 2, 3.5])   # slope 1.25e-160, not 0
+    assert line.coef == pytest.approx((-1 / 3, 1.25e-160), rel=1e-12)
+    assert line.slope == pytest.approx(1.25e-160, rel=1e-12) and line.r2 == pytest.approx(75 / 76)
+    # y = (x / 1e200)**2: its coefficient 1e-400 is not a float, so the fit is refused (was LinAlgError)
+    with pytest.raises(ValueError, match=r"x reaches \|x\| = 4e\+200: the fit's coefficient of x\*\*2"):
+        fits.poly_fit([1e200, 2e200, 3e200, 4e200], [1, 4, 9, 16], 2)
+    with pytest.raises(ValueError, match=r"coefficient of x\*\*2"):      # 1/x**2 of 1e200: overflows
+        fits.poly_fit([1e-200, 2e-200, 3e-200, 4e-200], [1, 4, 9, 16], 2)

@@ -135,3 +135,52 @@ def test_inputs_are_converted_once_and_named_when_bad():
         lookup.common_scale_encoder(targets, W, float("inf"))
     assert torch.equal(lookup.gaussian_unembedding(3, 2, device="cpu"),
                        lookup.gaussian_unembedding(3, 2, generator=torch.Generator().manual_seed(0), device="cpu"))
+
+
+def test_simplified_bound_refuses_means_that_no_task_has():
+    """By Fano's inequality mean_entropy <= H_b(error_prob) + error_prob log(N - 1): a pair above it is
+    refused naming both (it gave 0 or a negative 'bound' on a divergence); on the curve the bound is >= 0."""
+    for error_prob, mean_entropy in ((0.0, 1.0), (0.01, math.log(10)), (0.1, 0.6)):
+        with pytest.raises(ValueError, match=r"mean_entropy = .* Fano's inequality allows with error_prob"):
+            lookup.simplified_kl_bound(10, 0.1, error_prob, mean_entropy)
+    for vocab in (2, 10, 16, 1000):
+        for error_prob in (0.001, 0.1, 0.5, (vocab - 1) / vocab, 0.999, 1.0):
+            fano = min(lookup._fano_entropy(vocab, error_prob), math.log(vocab))   # the largest mean_entropy
+            if fano > 0:
+                assert lookup.simplified_kl_bound(vocab, 0.1, error_prob, fano) >= 0.0
+        uniform = lookup.simplified_kl_bound(vocab, 0.1, (vocab - 1) / vocab, math.log(vocab))
+        assert 0.0 <= uniform < 1e-12
+    # a real task meets Fano's inequality: its two means are accepted (the book's task A, say)
+    probs = lookup.noisy_lookup_rows(torch.arange(8) % 4, 4, torch.tensor([0.1, 1.3] * 4, dtype=torch.float64))
+    miss, hbar = float(lookup.miss_probability(probs, torch.arange(8) % 4).mean()), float(entropy(probs).mean())
+    assert lookup.simplified_kl_bound(4, 0.1, miss, hbar) > 0
+
+
+def test_tiny_mean_entropies_do_not_divide_by_zero():
+    """e^h - 1 rounds to 0 for h = 1e-17: the formulas use expm1 (and a difference of logarithms, finite
+    even for the smallest float), not a ZeroDivisionError."""
+    assert lookup.common_scale(10, 0.1, 1e-17) == pytest.approx(math.log(9 / 1e-17) / 0.8, rel=1e-12)
+    assert lookup.simplified_kl_bound(10, 0.1, 0.5, 1e-17) == pytest.approx(1.2 / 0.8 * 0.5 * math.log(9e17),
+                                                                            rel=1e-12)
+    tiniest = 5e-324
+    assert lookup.common_scale(10, 0.1, tiniest) == pytest.approx((math.log(9) - math.log(tiniest)) / 0.8)
+    assert lookup.common_scale(16, 0.2, 1.0) == pytest.approx(math.log(15 / (math.e - 1)) / 0.6, rel=1e-12)
+
+
+def test_noisy_rows_take_log_n_written_in_float32():
+    """log 3 in float32 is just above log 3 in float64: the rows are the uniform ones, not an error about
+    another function's argument; values above log N by more than rounding are refused naming entropies."""
+    probs = lookup.noisy_lookup_rows([0], 3, torch.tensor([math.log(3)], dtype=torch.float32))
+    assert torch.allclose(probs, torch.full((1, 3), 1 / 3, dtype=torch.float64))
+    for dtype in (torch.float32, torch.float64):
+        with pytest.raises(ValueError, match=r"entropies must lie in \[0, log N\]"):
+            lookup.noisy_lookup_rows([0], 3, torch.tensor([1.1], dtype=dtype))
+
+
+def test_gram_union_bound_of_a_huge_vocabulary():
+    """2 N^2 overflows a float for N = 1e200 (a bare OverflowError): computed in log space, the bound is
+    given where it is a float and refused naming vocab where it is not."""
+    assert lookup.gram_union_bound(10**100, 1, 0.5) == pytest.approx(2e200 * math.exp(-1 / 32), rel=1e-12)
+    assert lookup.gram_union_bound(10**200, 10**7, 0.5) == 0.0
+    with pytest.raises(ValueError, match=r"vocab N = 10\^200 .* beyond a float"):
+        lookup.gram_union_bound(10**200, 1, 0.5)
