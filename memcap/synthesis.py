@@ -38,10 +38,10 @@ from memcap._checks import (
     id_tensor,
     ids_in_range,
     listed,
-    nonnegative_int,
     positive_int,
     positive_real,
     real_tensor,
+    seed_int,
 )
 from memcap._schema import Key, keyed, one_of
 from memcap.construct import dana, mahdavi
@@ -155,8 +155,9 @@ def _coinciding(queries: torch.Tensor) -> tuple[int, int] | None:
 
 
 def _reason(err: ValueError) -> str:
-    """The message of a refusal of :mod:`memcap.linalg` without its leading "Assumption k fails: "."""
-    return re.sub(r"^Assumption \d fails( \(randomized test\))?: ", "", str(err))
+    """The message of a refusal of :mod:`memcap.linalg` without its leading "Mahdavi et al.'s Assumption k
+    fails: " (or "... fails (randomized test): "): the caller names the hypothesis itself."""
+    return re.sub(r"^(Mahdavi et al\.'s )?Assumption \d fails( \(randomized test\))?: ", "", str(err))
 
 
 def mahdavi_hypotheses(contexts: torch.Tensor, queries: torch.Tensor) -> list[Hypothesis]:
@@ -207,11 +208,26 @@ class Bound:
     guarantee: int
 
 
+def _kruskal_rank(queries: torch.Tensor) -> int:
+    """The Kruskal rank Q of ``queries`` (T, d) for Remark 1: exact when :func:`memcap.linalg.kruskal_rank`
+    can enumerate the subsets it needs, else the lower bound 1 (0 with a zero query)."""
+    if not bool((queries.abs().amax(dim=1) > 0).all()):
+        return 0
+    if _coinciding(queries) is not None:
+        return 1
+    try:
+        return linalg.kruskal_rank(queries)
+    except ValueError:       # too many subsets to enumerate: every query is nonzero, so Q >= 1
+        return 1
+
+
 def mahdavi_bound(heads: int, head_dim: int, contexts: torch.Tensor, queries: torch.Tensor) -> Bound:
     """Mahdavi et al.'s Theorem 1, H(min(n, d_h) - 1) + 1, on the training set (``contexts``, ``queries``).
 
-    When Assumption 1 fails because queries coincide, Remark 1 (Kruskal rank Q = 1) still guarantees
-    H(min(1, d_h) - 1) + 1 = 1 example; when n >= d or Assumption 2 fails nothing is guaranteed (0).
+    When only Assumption 1 fails, Remark 1 still guarantees H(min(Q, d_h) - 1) + 1 examples, Q the Kruskal
+    rank of the queries (:func:`memcap.linalg.kruskal_rank`; Q = 1 when queries coincide, and Q >= 1 is
+    used when the exact Kruskal rank needs too many subsets); a zero query (Q = 0), n >= d or a failing
+    Assumption 2 guarantee nothing (0).
     """
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     hypotheses = mahdavi_hypotheses(contexts, queries)
@@ -221,8 +237,9 @@ def mahdavi_bound(heads: int, head_dim: int, contexts: torch.Tensor, queries: to
     if not failed:
         return Bound("Mahdavi et al., Theorem 1", value, True, "", value)
     first = failed[0]
-    only_queries = [h.name for h in failed] == ["Assumption 1"] and "coincide" in first.why
-    guarantee = bounds.mha_capacity_remark1(H, 1, d_h) if only_queries else 0
+    only_queries = [h.name for h in failed] == ["Assumption 1"]
+    Q = _kruskal_rank(real_tensor("queries", queries).to(DTYPE)) if only_queries else 0
+    guarantee = bounds.mha_capacity_remark1(H, Q, d_h) if Q else 0
     return Bound("Mahdavi et al., Theorem 1", value, False, f"{first.name} fails: {first.why}", guarantee)
 
 
@@ -338,7 +355,8 @@ def mahdavi_association_aot(tokens: torch.Tensor, targets: torch.Tensor, *, toke
     The labels are the circle points of the targets (d_out = 2, so d_h >= 2 is needed to host them), the
     layer has the skip connection of Remark 2, the inputs are :func:`token_inputs`; the result is
     :func:`aot_from_mha` with the circle as readout. Mahdavi et al.'s hypotheses are enforced by their
-    construction: sequences that share a last token are refused (Assumption 1).
+    construction: sequences that share a last token are refused (Assumption 1), naming ``tokens``, before
+    any work.
     """
     token_embedding = check_shape("token_embedding", real_tensor("token_embedding", token_embedding, dtype=DTYPE),
                                   (None, None), "(N, d)")
@@ -347,8 +365,16 @@ def mahdavi_association_aot(tokens: torch.Tensor, targets: torch.Tensor, *, toke
     N = token_embedding.shape[0]
     tokens = _tokens(tokens, N, token_embedding.device)
     targets = _targets(targets, tokens.shape[0], N, token_embedding.device)
+    positive_int("heads", heads)
     if positive_int("head_dim", head_dim) < 2:
         raise ValueError("d_h >= 2 is needed: the circle labels are 2-dimensional and d_v <= d_h in an AoT")
+    last = tokens[:, -1]
+    values, counts = torch.unique(last, return_counts=True)
+    if bool((counts > 1).any()):
+        shared = int(values[counts > 1][0])
+        i, j = (int(v) for v in torch.nonzero(last == shared)[:2, 0])
+        raise ValueError(f"tokens: sequences share a last token (rows {i} and {j} both end in {shared}), so their "
+                         f"queries x_S coincide and Mahdavi et al.'s Assumption 1 fails (Kruskal rank 1)")
     contexts, queries = token_inputs(token_embedding, positional_embedding, tokens)
     circle = _circle(N, contexts.device)
     built = mahdavi.theorem1_construction(contexts, queries, circle[targets.to(contexts.device)], heads=heads,
@@ -466,6 +492,11 @@ _COUNTED_TABLES = ("random", "one_last_token", "repeated_token")
 """The tables drawn at random, whose grid points need ``count``, how many sequences to draw."""
 
 
+_DRAWN_FROM_ALL = ("random", "repeated_token")
+"""The tables that draw ``count`` distinct sequences of all N^S (so count <= N^S); 'one_last_token' draws
+at most N^(S-1), as many as there are."""
+
+
 def _needs_count(point: dict) -> str | None:
     table = point.get("table", "all")
     return f"the table kind {table!r}" if table in _COUNTED_TABLES else None
@@ -504,23 +535,28 @@ def feature_rank_survey(grid: Iterable[Mapping], *, seed: int = 0, draws: int = 
     """:func:`feature_rank` at generic (Gaussian, :func:`memcap.models.init_aot`) weights on every point of
     ``grid``: dicts with the positive ints ``vocab``, ``seq_len``, ``dim``, ``heads``, ``head_dim``, and
     optionally ``table`` (one of :data:`TABLES`, 'all' when left out) and ``count`` (how many sequences to
-    draw: needed by the tables 'random', 'one_last_token' and 'repeated_token', unused by 'all'). A point
-    with a missing, unknown or mistyped key is refused naming it (``grid[2]['count']``) before any point
-    is computed. Of ``draws`` independent draws of the
+    draw: needed by the tables 'random', 'one_last_token' and 'repeated_token', unused by 'all'; at most
+    N^S for 'random' and 'repeated_token', while 'one_last_token' draws min(count, N^(S-1)), all there
+    are). A point with a missing, unknown or mistyped key, or a count above N^S, is refused naming it
+    (``grid[2]['count']``) before any point is computed. Of ``draws`` independent draws of the
     weights the best-conditioned is kept (largest ``margin_F``): the rank statement asks for *some*
     weights, and any draw is a witness. Returns one record per point (the grid point's fields, the ranks,
     the margins and ``draws``); every point has its own generator, seeded from ``seed`` and its index, so
     a record can be recomputed alone.
     """
     draws = positive_int("draws", draws)
-    seed = nonnegative_int("seed", seed)
+    seed = seed_int("seed", seed)
     grid = listed("grid", grid, "grid points (dicts)")
     for i, point in enumerate(grid):        # all points first: a bad one is refused before any work
-        keyed(f"grid[{i}]", point, _GRID_POINT, "a grid point of the survey")
+        checked = keyed(f"grid[{i}]", point, _GRID_POINT, "a grid point of the survey")
+        table, total = checked.get("table", "all"), checked["vocab"] ** checked["seq_len"]
+        if table in _DRAWN_FROM_ALL and checked["count"] > total:
+            raise ValueError(f"grid[{i}]['count'] must be at most N^S = {total} distinct sequences for the table "
+                             f"kind {table!r}, got {checked['count']}")
     out = []
     for i, point in enumerate(grid):
         N, S, d, H, d_h = (int(point[k]) for k in ("vocab", "seq_len", "dim", "heads", "head_dim"))
-        gen = torch.Generator().manual_seed(10_000 * seed + i)
+        gen = _resolve.seeded(10_000 * seed + i)
         tokens = _table(point.get("table", "all"), N, S, point.get("count"), gen)
         best = None
         for _ in range(draws):

@@ -324,3 +324,54 @@ def test_a_kruskal_cell_says_when_a_dependent_subset_proves_the_estimate_too_hig
     assert ra.cells(high)["kruskal"] == "6, but ≤ 5"
     fine = replace(report, kruskal=SimpleNamespace(estimate=5, upper_bound=6))
     assert ra.cells(fine)["kruskal"] == "5 (≤ 6)"
+
+
+def test_agreement_skips_what_was_not_measured_and_both_tables_check_their_types() -> None:
+    """shifted=False leaves Assumption 3 unmeasured (holds_3 None): the paper's True there is not compared
+    (it counted as a mismatch). Non-dicts are refused naming measured/reports/paper, not an AttributeError."""
+    from memcap import linalg
+
+    contexts = torch.randn(30, 3, 6, generator=gen(2), dtype=torch.float64)
+    report = linalg.assumption_report(contexts, contexts[:, 0], subsets=200, generator=gen(3), shifted=False)
+    assert report.holds_3 is None and ra.cells(report)["assumption_3"] == "not measured"
+    paper = {"row": {"general_position": True, "assumption_1": True, "assumption_2": True, "assumption_3": True}}
+    assert ra.agreement({"row": report}, paper) == (3, 3)
+    assert ra.agreement({"row": report}, {"row": {**paper["row"], "kruskal": 5}}) == (3, 3)
+    for bad in ({"row": 5}, [report]):
+        with pytest.raises(TypeError, match=r"measured(\['row'\])? must be a"):
+            ra.agreement(bad, paper)
+    with pytest.raises(TypeError, match=r"reports must be a dict"):
+        ra.comparison_cells([report], paper, ("row",))
+    for bad in ([paper["row"]], {"row": [True]}):
+        for call in (lambda p: ra.agreement({"row": report}, p), lambda p: ra.comparison_cells({"row": report}, p,
+                                                                                                 ("row",))):
+            with pytest.raises(TypeError, match=r"paper(\['row'\])? must be a dict"):
+                call(bad)
+    with pytest.raises(ValueError, match=r"paper\['row'\] has the column 'assumption_4'"):
+        ra.agreement({"row": report}, {"row": {"assumption_4": True}})
+    with pytest.raises(TypeError, match=r"paper\['row'\]\['assumption_1'\] must be a bool"):
+        ra.agreement({"row": report}, {"row": {"assumption_1": 1}})
+
+
+def test_vit_refuses_non_square_images() -> None:
+    """A non-square image was bilinearly resized to a square one; _prepare takes square (N, S0, S0) only."""
+    model = vit.TinyViT(vit.ViTConfig(image_size=8, patch=2, dim=8, heads=2, depth=1), generator=gen())
+    for images in (torch.rand(2, 8, 4, generator=gen(1)), torch.rand(2, 1, 4, 8, generator=gen(1))):
+        with pytest.raises(ValueError, match=r"images must be square"):
+            model(images)
+    assert model(torch.rand(2, 4, 4, generator=gen(1))).shape == (2, 10)   # square: resized, as documented
+
+
+def test_narrow_integer_ids_and_labels_are_read_as_int64() -> None:
+    """uint8 token ids and int32 labels: torch's embedding and cross-entropy refuse them raw
+    (RuntimeError), so the validated ids are converted to int64."""
+    model = textmodels.TinyGPT(textmodels.GPTConfig(context=8, dim=16, heads=2, depth=1), generator=gen())
+    tokens = torch.randint(0, 256, (2, 8), generator=gen(1))
+    assert torch.equal(model(tokens.to(torch.uint8)), model(tokens))
+    text = realdata.byte_tokens("the cat sat on the mat. " * 4).to(torch.uint8)
+    assert len(textmodels.train_language_model(model, text, steps=2, batch_size=2, lr=1e-3, generator=gen(2))) == 2
+    classifier = vit.TinyViT(vit.ViTConfig(image_size=4, patch=2, dim=8, heads=2, depth=1, classes=3),
+                             generator=gen(3))
+    images, labels = torch.rand(4, 4, 4, generator=gen(4)), torch.tensor([0, 1, 2, 1], dtype=torch.int32)
+    assert len(vit.train_classifier(classifier, images, labels, steps=2, batch_size=2, lr=1e-3)) == 2
+    assert vit.accuracy(classifier, images, labels) == vit.accuracy(classifier, images, labels.long())

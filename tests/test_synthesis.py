@@ -246,3 +246,65 @@ def test_careless_calls_are_refused_or_read_as_documented():
         synthesis.certified_fit(math.inf, 4, 1e-2)
     with pytest.raises(TypeError, match="mse must be a real number, got '1e-3'"):
         synthesis.certified_fit("1e-3", 4, 1e-2)
+
+
+def test_feature_rank_survey_takes_any_64_bit_seed_and_names_a_larger_one():
+    """A seed of 2**51 made 10_000 * seed + i overflow torch's manual_seed ("Overflow when unpacking long
+    long"); derived seeds now wrap modulo 2**64 and a seed beyond 64 bits is refused naming ``seed``."""
+    point = dict(vocab=2, seq_len=2, dim=2, heads=1, head_dim=1)
+    assert synthesis.feature_rank_survey([point], seed=2**51)[0]["T"] == 4
+    with pytest.raises(ValueError, match=r"seed must be a seed in \[0, 2\*\*63 - 1\]"):
+        synthesis.feature_rank_survey([point], seed=2**63)
+
+
+@pytest.mark.parametrize("table,count", [("random", 100), ("repeated_token", 5)])
+def test_feature_rank_survey_refuses_a_count_above_n_to_the_s_before_any_work(monkeypatch, table, count):
+    """count > N^S = 4 is refused naming grid[1]['count'] before the first (valid) point is computed."""
+    def no_work(*args, **kwargs):
+        raise AssertionError("a point was computed before the grid was checked")
+
+    monkeypatch.setattr(synthesis, "feature_rank", no_work)
+    point = dict(vocab=2, seq_len=2, dim=2, heads=1, head_dim=1)
+    with pytest.raises(ValueError, match=rf"grid\[1\]\['count'\] must be at most N\^S = 4 distinct sequences for "
+                                         rf"the table kind '{table}', got {count}"):
+        synthesis.feature_rank_survey([point, dict(point, table=table, count=count)])
+
+
+def test_one_last_token_draws_all_the_sequences_there_are_beyond_its_count():
+    """'one_last_token' draws min(count, N^(S-1)) sequences (the book's survey relies on it): not refused."""
+    r = synthesis.feature_rank_survey([dict(vocab=2, seq_len=2, dim=2, heads=1, head_dim=1,
+                                            table="one_last_token", count=100)])[0]
+    assert (r["T"], r["L"]) == (2, 1)
+
+
+def test_mahdavi_bound_names_the_failing_hypothesis_once_and_falls_back_on_remark_1():
+    """Queries e1, e2, e1 + e2, e3, e4 (Kruskal rank Q = 2 < n = 3): the reason reads "Assumption 1 fails:
+    queries ..." (not "... fails: Mahdavi et al.'s Assumption 1 fails: ...") and the guarantee is Remark 1's
+    H(min(Q, d_h) - 1) + 1, not 0. A zero query (Q = 0) guarantees nothing."""
+    from memcap import linalg
+
+    e = torch.eye(6, dtype=F64)
+    queries = torch.stack([e[0], e[1], e[0] + e[1], e[2], e[3]])
+    context = torch.randn(3, 6, generator=torch.Generator().manual_seed(0), dtype=F64)
+    hyp = {h.name: h for h in synthesis.mahdavi_hypotheses(context, queries)}
+    assert hyp["Assumption 1"].why.startswith("queries [0, 1, 2] are linearly dependent")
+    bound = synthesis.mahdavi_bound(2, 3, context, queries)
+    assert bound.why.startswith("Assumption 1 fails: queries [0, 1, 2]") and "Mahdavi" not in bound.why
+    assert linalg.kruskal_rank(queries) == 2
+    assert (bound.value, bound.applies, bound.guarantee) == (5, False, bounds.mha_capacity_remark1(2, 2, 3)) == \
+        (5, False, 3)
+    zero = torch.cat([queries[:2], torch.zeros(1, 6, dtype=F64), queries[3:]])
+    assert synthesis.mahdavi_bound(2, 3, context, zero).guarantee == 0
+
+
+def test_mahdavi_association_aot_refuses_shared_last_tokens_as_documented():
+    """The refusal names ``tokens`` and the shared last token, not the inner construction's parameter
+    query_kruskal_rank, which this function does not have."""
+    gen = torch.Generator().manual_seed(0)
+    aot = init_aot(8, 3, 6, 1, 1, generator=gen, dtype=F64, device="cpu")
+    tokens = torch.tensor([[0, 1, 2], [3, 4, 2], [5, 6, 7]])
+    with pytest.raises(ValueError, match=r"tokens: sequences share a last token \(rows 0 and 1 both end in 2\).*"
+                                         r"Assumption 1") as err:
+        synthesis.mahdavi_association_aot(tokens, torch.tensor([0, 1, 2]), token_embedding=aot.token_embedding,
+                                          positional_embedding=aot.positional_embedding, heads=2, head_dim=2)
+    assert "query_kruskal_rank" not in str(err.value)

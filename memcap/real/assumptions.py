@@ -354,12 +354,49 @@ def figure1(layers: Layers, tests: dict, *, seed: int = 0) -> dict:
     return out
 
 
+_VERDICTS = {"general_position": "in_general_position", "assumption_1": "holds_1", "assumption_2": "holds_2",
+             "assumption_3": "holds_3"}
+"""The verdict columns of the tables and the :class:`memcap.linalg.AssumptionReport` property of each."""
+
+
+def _verdict_table(name: str, value: object, entry: str) -> Mapping:
+    """``value`` if it is a dict whose values are dicts (``entry`` says what they hold), else a TypeError
+    naming ``name`` (or ``name[key]``)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict {{key: {entry}}}, got {type(value).__name__}")
+    for key, row in value.items():
+        if not isinstance(row, Mapping):
+            raise TypeError(f"{name}[{key!r}] must be a dict {entry}, got {type(row).__name__}")
+    return value
+
+
+def _reports(name: str, value: object) -> Mapping:
+    """``value`` if it is a dict ``{key: linalg.AssumptionReport}``, else a TypeError naming ``name``."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict {{key: linalg.AssumptionReport}}, got {type(value).__name__}")
+    for key, report in value.items():
+        if not isinstance(report, linalg.AssumptionReport):
+            raise TypeError(f"{name}[{key!r}] must be a linalg.AssumptionReport, got {type(report).__name__}")
+    return value
+
+
 def agreement(measured: dict, paper: dict) -> tuple[int, int]:
-    """``(agreeing, compared)``: how many of the paper's verdicts in ``paper`` (``{key: {column: bool}}``)
-    the reports ``measured`` (``{key: AssumptionReport}``) reproduce."""
-    prop = {"general_position": "in_general_position", "assumption_1": "holds_1", "assumption_2": "holds_2",
-            "assumption_3": "holds_3"}
-    pairs = [(getattr(measured[k], prop[c]), v) for k, cols in paper.items() if k in measured for c, v in cols.items()]
+    """``(agreeing, compared)``: how many of the paper's verdicts in ``paper`` (``{key: {column: bool}}``,
+    columns of :data:`COLUMNS`) the reports ``measured`` (``{key: AssumptionReport}``) reproduce. Not
+    compared: keys absent from ``measured``, verdicts it did not measure (``holds_3`` is None after
+    ``reports(..., shifted=False)``, "not measured" in :func:`cells`) and the ``kruskal`` column (a number,
+    not a verdict, as in :func:`paper_table3`)."""
+    measured = _reports("measured", measured)
+    paper = _verdict_table("paper", paper, "{column: bool}")
+    for k, cols in paper.items():
+        for c, v in cols.items():
+            if c not in COLUMNS:
+                raise ValueError(f"paper[{k!r}] has the column {c!r}, not one of {COLUMNS}")
+            if c in _VERDICTS and not isinstance(v, bool):
+                raise TypeError(f"paper[{k!r}][{c!r}] must be a bool verdict, got {type(v).__name__}")
+    pairs = [(getattr(measured[k], _VERDICTS[c]), v) for k, cols in paper.items() if k in measured
+             for c, v in cols.items() if c in _VERDICTS]
+    pairs = [(a, b) for a, b in pairs if a is not None]
     return sum(a == b for a, b in pairs), len(pairs)
 
 
@@ -382,6 +419,8 @@ def comparison_cells(reports: dict, paper: dict, keys: tuple, *, missing: str = 
     """``{(key, column): "paper / ours"}`` for every key of ``keys`` and column of :data:`COLUMNS`: the
     paper's verdict (✓, ✗, a number, or – where the paper reports none) beside ours from :func:`cells`;
     ``missing`` stands for ours where ``reports`` has no such key (a model that is not installed)."""
+    reports = _reports("reports", reports)
+    paper = _verdict_table("paper", paper, "{column: verdict or number}")
     out = {}
     for key in keys:
         ours = cells(reports[key]) if key in reports else {}

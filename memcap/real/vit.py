@@ -113,6 +113,10 @@ class TinyViT(nn.Module):
         if images.dim() == 3:
             images = images.unsqueeze(1)
         check_shape("images", images, (None, self.config.channels, None, None), "(N, C, S, S)")
+        if images.shape[-1] != images.shape[-2]:
+            raise ValueError(f"images must be square, (N, S0, S0) or (N, C, S0, S0), got "
+                             f"{images.shape[-2]} x {images.shape[-1]}: only a square image is resized to "
+                             f"image_size = {self.config.image_size}")
         size = self.config.image_size
         if images.shape[-1] != size or images.shape[-2] != size:
             images = F.interpolate(images, size=(size, size), mode="bilinear", align_corners=False)
@@ -140,7 +144,7 @@ class TinyViT(nn.Module):
 
 
 def _examples(model: object, inputs: object, labels: object) -> tuple[torch.Tensor, torch.Tensor]:
-    """``inputs`` ``(N, ...)`` on the model's device and in its dtype, and ``labels`` ``(N,)`` class ids."""
+    """``inputs`` ``(N, ...)`` on the model's device and in its dtype, and ``labels`` ``(N,)`` int64 class ids."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     inputs = module_input("inputs", inputs, next(model.parameters()))
@@ -157,7 +161,7 @@ def _examples(model: object, inputs: object, labels: object) -> tuple[torch.Tens
     if int(labels.min()) < 0 or int(labels.max()) >= classes:
         raise ValueError(f"labels must be class ids in [0, C) = [0, {classes}) (the model's {classes} logits), "
                          f"got ids from {int(labels.min())} to {int(labels.max())}")
-    return inputs, labels
+    return inputs, labels.long()   # cross-entropy takes int64 (or uint8) targets only
 
 
 def accuracy(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 512) -> float:
