@@ -33,6 +33,7 @@ import numbers
 from typing import Callable, NamedTuple
 
 import sympy as sp
+from sympy.codegen.cfunctions import expm1
 
 from memcap._checks import as_float, positive_int
 
@@ -133,16 +134,56 @@ KIM_PARAM_COUNT_EXPR = S + N + sp.sqrt(T0 * sp.log(T0))
 """Kim et al. (2023) as adapted by Dana et al., Sec. 6: O(S + N + sqrt(T0 log T0)) parameters."""
 HUBEN_MORRIS_PARAM_COUNT_EXPR = (d + S) * (S + N + T0)
 """Huben & Morris (2023) as counted by Dana et al., Sec. 6: O((d + S)(S + N + T0)), needs d >= S + 2."""
-MAHDAVI_ASSOC_HEADS_EXPR = sp.ceiling((T0 - 1) / (sp.Min(S, d_h) - 1))
-"""Fewest heads H with H(min(S, d_h) - 1) + 1 >= T0 (Mahdavi et al.'s Theorem 1 with n = S)."""
+MAHDAVI_ASSOC_HEADS_EXPR = sp.Max(1, sp.ceiling((T0 - 1) / (sp.Min(S, d_h) - 1)))
+"""Fewest heads H >= 1 with H(min(S, d_h) - 1) + 1 >= T0 (Mahdavi et al.'s Theorem 1 with n = S; the theorem,
+like any attention layer, has at least one head, so T0 = 1 also counts one)."""
 MAHDAVI_ASSOC_PARAM_COUNT_EXPR = AOT_PARAM_COUNT_EXPR.subs(H, MAHDAVI_ASSOC_HEADS_EXPR)
 """AoT parameters when the heads are sized by Mahdavi et al.'s guarantee (Dana et al., Sec. 6)."""
 DANA_ASSOC_PARAM_COUNT_EXPR = AOT_PARAM_COUNT_EXPR.subs(H, (T0 - d) / d_h)
 """Dana et al., Remarks 1: with H d_h + d = T0, the AoT uses d(S + 2N + 4(T0 - d)) parameters."""
 
 
+_KEYWORDS = {H: "heads", n: "context_size", d: "dim", d_h: "head_dim", d_v: "value_dim", d_out: "out_dim",
+             m: "hidden", N: "vocab", S: "seq_len", T0: "associations"}
+
+
+def _shown(value: object) -> str:
+    """``value`` for an error message: integers beyond 10^15 by their order of magnitude."""
+    if isinstance(value, int) and abs(value) >= 10 ** 15:
+        return f"about 10^{len(str(abs(value))) - 1}"
+    return f"{value!r}"
+
+
+def _in_floats(expr: sp.Expr) -> sp.Expr:
+    """``expr`` written for floats: logarithms of products split, e^h - 1 as expm1(h). For h below about
+    1e-16, e^h - 1 rounds to 0 (log((N - 1)/0) divides by zero), and (N - 1)/expm1(h) overflows for a
+    subnormal h, though log(N - 1) - log(expm1(h)) is finite; N^2 overflows for N near 1e155."""
+    return sp.expand_log(expr, force=True).subs(sp.exp(h) - 1, expm1(h))
+
+
 def _numeric(args: tuple[sp.Symbol, ...], expr: sp.Expr) -> Callable[..., float]:
-    return sp.lambdify(args, expr, modules="math")
+    """``expr`` as a function of ``args`` in Python's ints and floats. Integer arithmetic stays exact; where
+    a value leaves the floats (an integer argument such as 10**400 met by a division, a logarithm's
+    argument, exp), the ``OverflowError`` becomes a ``ValueError`` naming the arguments."""
+    fn = sp.lambdify(args, expr, modules="math")
+    names = [_KEYWORDS.get(a, str(a)) for a in args]
+
+    def evaluate(*values: float) -> float:
+        try:
+            return fn(*values)
+        except OverflowError:
+            given = ", ".join(f"{name} = {_shown(v)}" for name, v in zip(names, values))
+            raise ValueError(f"{expr} cannot be evaluated in floats at {given}: a value on the way exceeds "
+                             f"the largest float, 1.8e308") from None
+    return evaluate
+
+
+def _exact(args: tuple[sp.Symbol, ...], expr: sp.Expr) -> Callable[..., int]:
+    """An integer-valued ``expr`` evaluated exactly by SymPy (its ceiling divides in rationals, not floats:
+    ceil((T0 - 1)/r) in floats is one off at T0 = 2^53 + 2)."""
+    def evaluate(*values: int) -> int:
+        return int(expr.xreplace({a: sp.Integer(v) for a, v in zip(args, values)}))
+    return evaluate
 
 
 _MHA_CAPACITY = _numeric((H, n, d_h), MHA_CAPACITY_EXPR)
@@ -158,14 +199,14 @@ _ACCURACY_FROM_MEMORIZED = _numeric((X, N, T0), ACCURACY_FROM_MEMORIZED_EXPR)
 _COR2_ACCURACY = _numeric((H, d_h, d, N, T0), COR2_ACCURACY_EXPR)
 _COR2_CAPACITY_FROM_ACCURACY = _numeric((acc, N, T0), COR2_CAPACITY_FROM_ACCURACY_EXPR)
 _JL_CONSTANT = _numeric((N, d), JL_CONSTANT_EXPR)
-_THM2_LAMBDA_BOUND = _numeric((N, d, h), THM2_LAMBDA_BOUND_EXPR)
-_THM2_KL_TERM = _numeric((N, d, p_err, h, d_tv), THM2_KL_TERM_EXPR)
-_THM2_KL_TERM_ANY_C = _numeric((N, C, p_err, h, d_tv), THM2_KL_TERM_ANY_C_EXPR)
+_THM2_LAMBDA_BOUND = _numeric((N, d, h), _in_floats(THM2_LAMBDA_BOUND_EXPR))
+_THM2_KL_TERM = _numeric((N, d, p_err, h, d_tv), _in_floats(THM2_KL_TERM_EXPR))
+_THM2_KL_TERM_ANY_C = _numeric((N, C, p_err, h, d_tv), _in_floats(THM2_KL_TERM_ANY_C_EXPR))
 _THM1_EXCESS = _numeric((C, eps, norm_WE), THM1_EXCESS_EXPR)
-_THM2_SIMPLIFIED_KL_BOUND = _numeric((N, d, p_err, h), THM2_SIMPLIFIED_KL_BOUND_EXPR)
+_THM2_SIMPLIFIED_KL_BOUND = _numeric((N, d, p_err, h), _in_floats(THM2_SIMPLIFIED_KL_BOUND_EXPR))
 _KIM_PARAM_COUNT = _numeric((S, N, T0), KIM_PARAM_COUNT_EXPR)
 _HUBEN_MORRIS_PARAM_COUNT = _numeric((S, N, T0, d), HUBEN_MORRIS_PARAM_COUNT_EXPR)
-_MAHDAVI_ASSOC_PARAM_COUNT = _numeric((S, N, T0, d, d_h), MAHDAVI_ASSOC_PARAM_COUNT_EXPR)
+_MAHDAVI_ASSOC_PARAM_COUNT = _exact((S, N, T0, d, d_h), MAHDAVI_ASSOC_PARAM_COUNT_EXPR)
 _DANA_ASSOC_PARAM_COUNT = _numeric((S, N, T0, d), DANA_ASSOC_PARAM_COUNT_EXPR)
 
 
@@ -291,7 +332,7 @@ def accuracy_from_memorized(memorized: float, vocab: int, associations: int) -> 
     """Dana et al.'s map phi (Sec. 4.2): memorizing X of T0 equally likely associations and guessing the
     rest uniformly gives expected accuracy 1/N + (1 - 1/N) X / T0."""
     t0 = positive_int("associations", associations)
-    x = _real_in("memorized", memorized, 0.0, float(t0))
+    x = _real_in("memorized", memorized, 0.0, as_float("associations", t0))
     return float(_ACCURACY_FROM_MEMORIZED(x, positive_int("vocab", vocab), t0))
 
 
@@ -328,6 +369,23 @@ def _entropy(name: str, value: object, vocab: int) -> float:
     return _real_in(name, value, 0.0, math.log(vocab), open_low=True)
 
 
+def _fano_entropy(vocab: int, error_prob: float) -> float:
+    """H_b(e) + e log(N - 1) nats: by Fano's inequality, the largest entropy of a distribution on N tokens
+    that puts 1 - e on one of them (and, being concave in e, the largest mean entropy at mean miss e)."""
+    binary = -sum(q * math.log(q) for q in (error_prob, 1 - error_prob) if q > 0)
+    return binary + error_prob * math.log(vocab - 1)
+
+
+def _check_fano(vocab: int, error_prob: float, entropy: float, entropy_name: str, error_name: str = "error_prob",
+                what: str = "no distribution has this pair") -> None:
+    """Refuse an (error probability, entropy) pair that breaks Fano's inequality (beyond rounding)."""
+    most = _fano_entropy(vocab, error_prob)
+    if entropy > most + 1e-12 * (1 + math.log(vocab)):
+        raise ValueError(f"{entropy_name} = {entropy:.6g} nats is more than Fano's inequality allows with "
+                         f"{error_name} = {error_prob:.6g} and N = {vocab}: {entropy_name} <= H_b({error_name}) + "
+                         f"{error_name} log(N - 1) = {most:.6g}; {what}")
+
+
 def thm2_lambda_bound(vocab: int, dim: int, entropy: float) -> float:
     """Dana et al., Theorem 2 (proof, App. A.3): the scale lambda(t_{1:S}) of their sequence encoder
     satisfies lambda <= log((N - 1)/(e^h - 1)) / (1 - 2C), C = :func:`jl_constant`.
@@ -338,7 +396,7 @@ def thm2_lambda_bound(vocab: int, dim: int, entropy: float) -> float:
     nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
     dm = positive_int("dim", dim)
     _jl_below_half(nv, dm)
-    return float(_THM2_LAMBDA_BOUND(nv, dm, _entropy("entropy", entropy, nv)))
+    return max(float(_THM2_LAMBDA_BOUND(nv, dm, _entropy("entropy", entropy, nv))), 0.0)   # at h = log N: 0
 
 
 def thm2_kl_bound_term(vocab: int, dim: int, error_prob: float, entropy: float, tv_distance: float) -> float:
@@ -354,8 +412,9 @@ def thm2_kl_bound_term(vocab: int, dim: int, error_prob: float, entropy: float, 
     nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
     dm = positive_int("dim", dim)
     _jl_below_half(nv, dm)
-    return float(_THM2_KL_TERM(nv, dm, _real_in("error_prob", error_prob, 0.0, 1.0),
-                               _entropy("entropy", entropy, nv), _real_in("tv_distance", tv_distance, 0.0, 2.0)))
+    e, hv = _real_in("error_prob", error_prob, 0.0, 1.0), _entropy("entropy", entropy, nv)
+    _check_fano(nv, e, hv, "entropy")
+    return max(float(_THM2_KL_TERM(nv, dm, e, hv, _real_in("tv_distance", tv_distance, 0.0, 2.0))), 0.0)
 
 
 def thm2_kl_term_with_constant(vocab: int, constant: float, error_prob: float, entropy: float,
@@ -367,9 +426,9 @@ def thm2_kl_term_with_constant(vocab: int, constant: float, error_prob: float, e
     c = _real_in("constant", constant, 0.0, math.inf, open_low=True)
     if c >= 0.5:
         raise ValueError(f"Theorem 2 needs C < 1/2, got C = {c:.3f}")
-    return float(_THM2_KL_TERM_ANY_C(nv, c, _real_in("error_prob", error_prob, 0.0, 1.0),
-                                      _entropy("entropy", entropy, nv),
-                                      _real_in("tv_distance", tv_distance, 0.0, 2.0)))
+    e, hv = _real_in("error_prob", error_prob, 0.0, 1.0), _entropy("entropy", entropy, nv)
+    _check_fano(nv, e, hv, "entropy")
+    return max(float(_THM2_KL_TERM_ANY_C(nv, c, e, hv, _real_in("tv_distance", tv_distance, 0.0, 2.0))), 0.0)
 
 
 def thm1_excess_divergence(constant: float, epsilon: float, logits_norm: float) -> float:
@@ -392,8 +451,9 @@ def thm2_simplified_kl_bound(vocab: int, dim: int, error_prob: float, mean_entro
     nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
     dm = positive_int("dim", dim)
     _jl_below_half(nv, dm)
-    return float(_THM2_SIMPLIFIED_KL_BOUND(nv, dm, _real_in("error_prob", error_prob, 0.0, 1.0),
-                                           _entropy("mean_entropy", mean_entropy, nv)))
+    e, hbar = _real_in("error_prob", error_prob, 0.0, 1.0), _entropy("mean_entropy", mean_entropy, nv)
+    _check_fano(nv, e, hbar, "mean_entropy", what="no task has these two means")
+    return max(float(_THM2_SIMPLIFIED_KL_BOUND(nv, dm, e, hbar)), 0.0)   # >= 0 by Fano; rounding aside
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from mpmath import iv, libmp
 
-from memcap._checks import check_shape, finite_real, id_tensor, positive_int
+from memcap._checks import check_shape, finite_real, id_tensor, nonnegative_int, positive_int
 from memcap.models import AoTParams
 
 __all__ = ["KINDS", "Enclosure", "RankCertificate", "enclose", "certify_full_rank", "positive_definite"]
@@ -51,6 +51,19 @@ class Enclosure:
     mid: tuple[tuple[int, ...], ...]
     radius: tuple[tuple[int, ...], ...]
     bits: int
+
+    def __post_init__(self) -> None:
+        """Check a hand-made enclosure as :func:`enclose` makes them: integer rows of one shape, radii >= 0."""
+        mid = _integer_rows("mid", self.mid)
+        radius = _integer_rows("radius", self.radius)
+        if (len(radius), len(radius[0])) != (len(mid), len(mid[0])):
+            raise ValueError(f"radius must have mid's shape (rows, columns) = ({len(mid)}, {len(mid[0])}), got "
+                             f"({len(radius)}, {len(radius[0])})")
+        if any(r < 0 for row in radius for r in row):
+            raise ValueError("radius must hold integers >= 0 (|M * 2^bits - mid| <= radius)")
+        object.__setattr__(self, "mid", mid)
+        object.__setattr__(self, "radius", radius)
+        object.__setattr__(self, "bits", nonnegative_int("bits", self.bits))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -176,6 +189,25 @@ def enclose(params: AoTParams, tokens: torch.Tensor, kind: str = "features", *,
         mid.append(tuple(mid_row))
         radius.append(tuple(rad_row))
     return Enclosure(tuple(mid), tuple(radius), bits)
+
+
+def _integer_rows(name: str, value: object) -> tuple[tuple[int, ...], ...]:
+    """A non-empty rectangular matrix of exact integers (nested sequences, Python ints of any size) as a
+    tuple of rows; floats and bools are refused."""
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)) or not value:
+        raise TypeError(f"{name} must be a non-empty sequence of rows of integers, got {value!r:.60}")
+    rows = []
+    for i, row in enumerate(value):
+        if not isinstance(row, Sequence) or isinstance(row, (str, bytes)) or not row:
+            raise TypeError(f"{name}[{i}] must be a non-empty row of integers, got {row!r:.60}")
+        for v in row:
+            if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
+                raise TypeError(f"{name} must hold integers (an enclosure is exact), got {v!r} of type "
+                                f"{type(v).__name__} in row {i}")
+        rows.append(tuple(int(v) for v in row))
+    if len({len(row) for row in rows}) != 1:
+        raise ValueError(f"{name} must be rectangular, got rows of lengths {sorted({len(r) for r in rows})}")
+    return tuple(rows)
 
 
 def _integer_matrix(name: str, value: object) -> list[list[int]]:

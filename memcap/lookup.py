@@ -27,11 +27,10 @@ import math
 
 import sympy as sp
 import torch
-from sympy.codegen.cfunctions import expm1
 
 from memcap import _resolve
 from memcap._checks import check_allocation, check_shape, finite_real, id_tensor, positive_int, real_tensor
-from memcap.bounds import C, N, d, h, p_err
+from memcap.bounds import C, N, _check_fano, _in_floats, d, h, p_err
 from memcap.construct.dana import DTYPE, SequenceEncoder
 from memcap.data import _check_probability_rows, lookup_noise_for_entropy
 
@@ -60,13 +59,6 @@ COMMON_SCALE_EXPR = sp.log((N - 1) / (sp.exp(h) - 1)) / (1 - 2 * C)
 SIMPLIFIED_KL_BOUND_EXPR = (1 + 2 * C) / (1 - 2 * C) * p_err * sp.log((N - 1) / (sp.exp(h) - 1))
 """The simplified form of Theorem 2 with the book's factor 1 + 2C (the paper has 1 + 4C): p_err the
 mean miss probability, h the mean entropy."""
-
-
-def _in_floats(expr: sp.Expr) -> sp.Expr:
-    """``expr`` written for floats: logarithms of products split, e^h - 1 as expm1(h). For h below about
-    1e-16, e^h - 1 rounds to 0 (log((N - 1)/0) divides by zero), and (N - 1)/expm1(h) overflows for a
-    subnormal h, though log(N - 1) - log(expm1(h)) is finite; N^2 overflows for N near 1e155."""
-    return sp.expand_log(expr, force=True).subs(sp.exp(h) - 1, expm1(h))
 
 
 _LOG_GRAM_UNION_BOUND = sp.lambdify((N, d, t), _in_floats(sp.log(GRAM_UNION_BOUND_EXPR)), modules="math")
@@ -102,13 +94,6 @@ def _mean_entropy(value: object, vocab: int) -> float:
     if not 0 < x <= math.log(vocab):
         raise ValueError(f"mean_entropy must lie in (0, log N] = (0, {math.log(vocab):.4g}] nats, got {x}")
     return x
-
-
-def _fano_entropy(vocab: int, error_prob: float) -> float:
-    """H_b(e) + e log(N - 1) nats: by Fano's inequality, the largest entropy of a distribution on N tokens
-    that puts 1 - e on one of them (and, being concave in e, the largest mean entropy at mean miss e)."""
-    binary = -sum(q * math.log(q) for q in (error_prob, 1 - error_prob) if q > 0)
-    return binary + error_prob * math.log(vocab - 1)
 
 
 def gaussian_gram_constant(vocab: int, dim: int) -> float:
@@ -171,11 +156,7 @@ def simplified_kl_bound(vocab: int, constant: float, error_prob: float, mean_ent
     if not 0 <= e <= 1:
         raise ValueError(f"error_prob must lie in [0, 1], got {e}")
     c, hbar = _constant(constant), _mean_entropy(mean_entropy, nv)
-    most = _fano_entropy(nv, e)
-    if hbar > most + 1e-12 * (1 + math.log(nv)):   # beyond rounding: no distribution has these means
-        raise ValueError(f"mean_entropy = {hbar:.6g} nats is more than Fano's inequality allows with error_prob = "
-                         f"{e:.6g} and N = {nv}: mean_entropy <= H_b(error_prob) + error_prob log(N - 1) = "
-                         f"{most:.6g}; no task has these two means")
+    _check_fano(nv, e, hbar, "mean_entropy", what="no task has these two means")
     bound = float(_SIMPLIFIED_KL_BOUND(nv, c, e, hbar))
     return max(bound, 0.0)   # >= 0 by Fano (then e^h_bar - 1 <= N - 1); rounding can leave -1e-18
 

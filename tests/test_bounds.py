@@ -3,6 +3,7 @@ argument validation, and inequalities that the theorems imply."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import sympy as sp
@@ -77,15 +78,17 @@ def test_thm2_lambda_bound_solves_the_worst_case_of_eq6() -> None:
 
 @PROPERTY
 @given(vocab=st.integers(2, 60), extra=st.integers(1, 5000), e1=st.floats(0.01, 0.99), e2=st.floats(0.01, 0.99),
-       p=st.floats(0.0, 1.0), tv=st.floats(0.0, 2.0))
+       p=st.floats(0.001, 0.999), tv=st.floats(0.0, 2.0))
 def test_thm2_forms_are_ordered(vocab: int, extra: int, e1: float, e2: float, p: float, tv: float) -> None:
     dim = math.ceil(128 * math.log(vocab + 1)) + extra  # C < 1/2
     lo, hi = sorted((e1 * math.log(vocab), e2 * math.log(vocab)))
     # lambda shrinks as the entropy grows (uniform distribution: lambda -> 0)
     assert B.thm2_lambda_bound(vocab, dim, hi) <= B.thm2_lambda_bound(vocab, dim, lo) + 1e-12
     # d_TV <= 2 makes 1 + 2C + C d_TV <= 1 + 4C: the simplified factor dominates the per-sequence one
-    term = B.thm2_kl_bound_term(vocab, dim, error_prob=p, entropy=lo, tv_distance=tv)
-    assert 0 <= term <= B.thm2_simplified_kl_bound(vocab, dim, error_prob=p, mean_entropy=lo) + 1e-12
+    # (at an entropy that a distribution missing with probability p can have: Fano's inequality)
+    h = e1 * min(B._fano_entropy(vocab, p), math.log(vocab))
+    term = B.thm2_kl_bound_term(vocab, dim, error_prob=p, entropy=h, tv_distance=tv)
+    assert 0 <= term <= B.thm2_simplified_kl_bound(vocab, dim, error_prob=p, mean_entropy=h) + 1e-12
 
 
 def test_thm2_needs_c_below_one_half() -> None:
@@ -143,7 +146,8 @@ def test_theorem_1_lower_bound_below_proposition_2_upper_bound(heads: int, n: in
 def test_mahdavi_assoc_heads_are_the_fewest_that_suffice(seq_len: int, extra: int, head_dim: int, t0: int) -> None:
     heads = int(B.MAHDAVI_ASSOC_HEADS_EXPR.subs({B.S: seq_len, B.d_h: head_dim, B.T0: t0}))
     r = min(seq_len, head_dim)
-    assert heads * (r - 1) + 1 >= t0 > (heads - 1) * (r - 1) + 1
+    assert heads >= 1 and heads * (r - 1) + 1 >= t0   # enough, with at least one head (the layer has one)
+    assert heads == 1 or t0 > (heads - 1) * (r - 1) + 1   # and no fewer would do
     dim = seq_len + extra
     assert B.mahdavi_assoc_param_count(seq_len, 7, t0, dim, head_dim) == dim * (seq_len + 14 + 4 * head_dim * heads)
 
@@ -190,8 +194,8 @@ def test_theorem2_term_with_the_jl_constant_equals_the_general_term():
 
     N_, d_ = 4, 2000
     c = bounds.jl_constant(N_, d_)
-    assert bounds.thm2_kl_term_with_constant(N_, c, 0.1, 0.5, 0.3) == pytest.approx(
-        bounds.thm2_kl_bound_term(N_, d_, 0.1, 0.5, 0.3), rel=1e-12)
+    assert bounds.thm2_kl_term_with_constant(N_, c, 0.2, 0.5, 0.3) == pytest.approx(
+        bounds.thm2_kl_bound_term(N_, d_, 0.2, 0.5, 0.3), rel=1e-12)
     with pytest.raises(ValueError, match="Theorem 2 needs C < 1/2"):
         bounds.thm2_kl_term_with_constant(N_, 0.5, 0.1, 0.5, 0.0)
 
@@ -203,3 +207,64 @@ def test_theorem1_excess_divergence():
     assert bounds.thm1_excess_divergence(3.0, 0.0, 2.0) == 0.0
     with pytest.raises(ValueError, match="epsilon must lie in"):
         bounds.thm1_excess_divergence(3.0, 1.5, 2.0)
+
+
+# ------------------------------------------------------------------ exactness, Fano, float range
+
+
+def test_mahdavi_assoc_heads_are_counted_exactly_beyond_2_to_53() -> None:
+    # ceil((T0 - 1)/(r - 1)) in floats: (2^53 + 1)/2 rounds to 2^52 (one head short); SymPy divides exactly
+    t0, seq_len, head_dim, dim = 2 ** 53 + 2, 3, 3, 4
+    heads = -(-(t0 - 1) // (min(seq_len, head_dim) - 1))
+    assert heads == 2 ** 52 + 1
+    assert B.mahdavi_assoc_param_count(seq_len, 5, t0, dim, head_dim) == dim * (seq_len + 10 + 4 * head_dim * heads)
+    # one association still counts one head: Theorem 1's layer has H >= 1
+    assert B.mahdavi_assoc_param_count(2, 5, 1, 3, 2) == B.aot_param_count(5, 2, 3, 1, 2)
+
+
+def test_theorem2_refuses_pairs_that_break_fano() -> None:
+    # N = 4, error 0.1: an entropy above H_b(0.1) + 0.1 log 3 = 0.435 nats belongs to no distribution
+    for call in (lambda: B.thm2_kl_bound_term(4, 2000, 0.1, 0.5, 0.3),
+                 lambda: B.thm2_kl_term_with_constant(4, 0.2, 0.1, 0.5, 0.3)):
+        with pytest.raises(ValueError, match=r"entropy = 0.5 nats is more than Fano's inequality allows with "
+                                             r"error_prob = 0.1 and N = 4: .* = 0.434\d*; no distribution"):
+            call()
+    with pytest.raises(ValueError, match=r"mean_entropy = 1 nats .* error_prob = 0 .*no task has these two means"):
+        B.thm2_simplified_kl_bound(4, 2000, 0.0, 1.0)   # returned 0.0: "nothing missed" with 1 nat of noise
+    # at the edge the bound is 0 and never below it: the uniform distribution misses with 1 - 1/N
+    assert B.thm2_simplified_kl_bound(4, 2000, 0.75, math.log(4)) == 0.0
+    assert B.thm2_kl_term_with_constant(4, 0.2, 0.75, math.log(4), 1.0) == 0.0
+
+
+def test_theorem2_is_finite_at_tiny_entropies() -> None:
+    # e^h - 1 rounds to 0 below h ~ 1e-16 (ZeroDivisionError before); log(N - 1) - log(expm1(h)) does not
+    for h in (1e-17, 1e-300):
+        lam = B.thm2_lambda_bound(5, 100000, h)
+        assert math.isfinite(lam) and lam == pytest.approx(
+            (math.log(4) - math.log(h)) / (1 - 2 * B.jl_constant(5, 100000)), rel=1e-12)
+        term = B.thm2_kl_term_with_constant(5, 0.1, 1e-3, h, 0.5)
+        assert term == pytest.approx(1e-3 * (math.log(4) - math.log(h)) * 1.25 / 0.8, rel=1e-12)
+    assert B.thm2_simplified_kl_bound(5, 100000, 0.1, 1e-17) > B.thm2_simplified_kl_bound(5, 100000, 0.1, 1e-3)
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda big: B.relu_capacity(big, 3, 2), "context_size = about 10^400"),
+    (lambda big: B.cor2_accuracy(big, 2, 4, 5, 100), "heads = about 10^400"),
+    (lambda big: B.cor2_accuracy(2, 2, 4, 5, big), "associations = about 10^400"),
+    (lambda big: B.cor2_capacity_from_accuracy(0.5, big, 100), "vocab = about 10^400"),
+    (lambda big: B.jl_constant(5, big), "dim = about 10^400"),
+    (lambda big: B.thm2_lambda_bound(5, big, 0.5), "dim = about 10^400"),
+    (lambda big: B.kim_param_count(2, 5, big), "associations = about 10^400"),
+])
+def test_integers_beyond_the_floats_are_refused_by_name(call, names: str) -> None:
+    with pytest.raises(ValueError, match=f"cannot be evaluated in floats at .*{re.escape(names)}.*exceeds the largest float"):
+        call(10 ** 400)
+    with pytest.raises(ValueError, match=re.escape("associations must be a finite real number, got an integer of "
+                                                   "about 10^400, too large for a float")):
+        B.accuracy_from_memorized(1, 5, 10 ** 400)
+
+
+def test_integer_formulas_stay_exact_for_huge_integers() -> None:
+    big = 10 ** 400
+    assert B.mha_capacity(big, 3, 3) == 2 * big + 1
+    assert B.mahdavi_assoc_param_count(2, 5, big, 3, 2) == 3 * (2 + 10 + 8 * (big - 1))

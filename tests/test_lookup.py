@@ -145,7 +145,7 @@ def test_simplified_bound_refuses_means_that_no_task_has():
             lookup.simplified_kl_bound(10, 0.1, error_prob, mean_entropy)
     for vocab in (2, 10, 16, 1000):
         for error_prob in (0.001, 0.1, 0.5, (vocab - 1) / vocab, 0.999, 1.0):
-            fano = min(lookup._fano_entropy(vocab, error_prob), math.log(vocab))   # the largest mean_entropy
+            fano = min(bounds._fano_entropy(vocab, error_prob), math.log(vocab))   # the largest mean_entropy
             if fano > 0:
                 assert lookup.simplified_kl_bound(vocab, 0.1, error_prob, fano) >= 0.0
         uniform = lookup.simplified_kl_bound(vocab, 0.1, (vocab - 1) / vocab, math.log(vocab))

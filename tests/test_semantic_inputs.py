@@ -123,3 +123,35 @@ def test_records_keep_json_types():
     task = data.MemorizationTask(torch.zeros(2, 3, dtype=F64), torch.zeros(2, 3, dtype=F64),
                                  torch.tensor([0, 2]), classes=np.int64(3))
     assert type(task.classes) is int
+
+
+def test_hand_made_enclosures_are_checked():
+    from memcap.certify import Enclosure, certify_full_rank
+
+    good = Enclosure([[4, 0], [0, 4]], [[1, 0], [0, 1]], 2)   # lists become tuples of ints
+    assert good.mid == ((4, 0), (0, 4)) and good.shape == (2, 2) and certify_full_rank(good).certified
+    with pytest.raises(ValueError, match=r"radius must have mid's shape \(rows, columns\) = \(2, 2\), got \(1, 2\)"):
+        Enclosure(((4, 0), (0, 4)), ((1, 0),), 2)          # certify_full_rank leaked IndexError on it
+    with pytest.raises(ValueError, match="mid must be rectangular, got rows of lengths \\[1, 2\\]"):
+        Enclosure(((4, 0), (4,)), ((1, 0), (1,)), 2)
+    with pytest.raises(ValueError, match="radius must hold integers >= 0"):
+        Enclosure(((4, 0), (0, 4)), ((1, 0), (0, -1)), 2)
+    with pytest.raises(TypeError, match="mid must hold integers \\(an enclosure is exact\\), got 0.5"):
+        Enclosure(((4, 0.5), (0, 4)), ((1, 0), (0, 1)), 2)
+    with pytest.raises(TypeError, match="mid must be a non-empty sequence of rows"):
+        Enclosure((), (), 2)
+    with pytest.raises(ValueError, match="bits must be a non-negative integer, got -1"):
+        Enclosure(((4,),), ((1,),), -1)
+
+
+def test_relu_labels_are_numbers_or_rows_not_both():
+    from fractions import Fraction
+
+    from memcap.construct.relu_exact import exact_relu_residual_bound
+
+    points = [[0], [1], [3], [4]]                   # T = 4 > k + 1 distinct reals
+    with pytest.raises(ValueError, match="labels must be T numbers \\(d_out = 1\\) or T rows, not both: "
+                                         "labels\\[1\\] is a row and labels\\[0\\] a number"):
+        exact_relu_residual_bound(points, [1, [0], 1, 0], hidden=1)   # was read as four one-entry rows
+    scalar = exact_relu_residual_bound(points, [1, 0, 1, 0], hidden=1)
+    assert scalar.bound == exact_relu_residual_bound(points, [[1], [0], [Fraction(1)], [0]], hidden=1).bound > 0

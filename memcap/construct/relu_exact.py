@@ -210,7 +210,11 @@ def exact_relu_residual_bound(points: Sequence[Sequence[int | Fraction]],
         raise TypeError(f"labels must be a sequence of T = {T} exact numbers or rows, got {type(labels).__name__}")
     if len(labels) != T:
         raise ValueError(f"labels must be a sequence of T = {T} numbers or rows, got {len(labels)}")
-    rows = [[lab] if not isinstance(lab, Sequence) else list(lab) for lab in labels]
+    is_row = [isinstance(lab, Sequence) and not isinstance(lab, (str, bytes)) for lab in labels]
+    if any(is_row) and not all(is_row):
+        raise ValueError(f"labels must be T numbers (d_out = 1) or T rows, not both: labels[{is_row.index(True)}] "
+                         f"is a row and labels[{is_row.index(False)}] a number")
+    rows = [list(lab) if row else [lab] for lab, row in zip(labels, is_row)]
     if len({len(r) for r in rows}) != 1 or not rows[0]:
         raise ValueError("all label rows must have the same length d_out >= 1")
     y = [[_rational(f"labels[{t}]", r[j]) for t, r in enumerate(rows)]
