@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -52,7 +52,7 @@ from memcap.train import AoTSpec, MHASpec
 __all__ = ["DTYPE", "RANK_MARGIN", "token_inputs", "aot_from_mha", "Hypothesis", "mahdavi_hypotheses", "Bound",
            "mahdavi_bound", "last_token_count", "dana_bound", "dana_table", "dana_association_aot",
            "mahdavi_association_aot", "mahdavi_classifier", "label_aware_head", "feature_rank", "TABLES",
-           "feature_rank_survey", "trained_aot_attention", "engine_param_count", "certified_fit"]
+           "feature_rank_survey", "trained_aot_attention", "engine_param_count", "readout_weights", "certified_fit"]
 
 DTYPE = torch.float64
 """Constructions and rank computations run in float64."""
@@ -618,6 +618,18 @@ def engine_param_count(spec: MHASpec | AoTSpec) -> int:
         heads = H * k * d + (k * d + 3 * H * k * k if spec.shared_compression else 3 * H * k * d)
         return N * d + S * d + heads + N * d + 2 * w * d
     raise TypeError(f"spec must be an MHASpec or AoTSpec, got {type(spec).__name__}")
+
+
+def readout_weights(spec: MHASpec) -> int:
+    """Weights of the readout of the MHA model that :mod:`memcap.train` trains for ``spec`` (W_D, and its
+    bias b_D with the embedding): those that grow with the output width C (classes, or d_out), counted as
+    C times what one more output adds to :func:`engine_param_count`."""
+    if not isinstance(spec, MHASpec):
+        raise TypeError(f"spec must be an MHASpec (the AoTs' unembedding is their vocabulary), got "
+                        f"{type(spec).__name__}")
+    field = "classes" if spec.classes is not None else "out_dim"
+    width = spec.output_width
+    return (engine_param_count(replace(spec, **{field: width + 1})) - engine_param_count(spec)) * width
 
 
 def certified_fit(mse: float, examples: int, tol: float) -> bool | None:

@@ -367,6 +367,7 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.synthesis.Bound": "the result of mahdavi_bound / dana_bound",
     "memcap.synthesis.dana_table": "integer sizes and a generator (None: seed 0, tests/test_synthesis.py)",
     "memcap.synthesis.engine_param_count": "an MHASpec or AoTSpec (refused otherwise)",
+    "memcap.synthesis.readout_weights": "an MHASpec (refused otherwise)",
     "memcap.synthesis.feature_rank_survey": "a list of grid points (dicts of integer sizes; one dict, a missing "
                                             "field or an unknown table refused: tests/test_synthesis.py)",
     # what the chapters use to show results: callables, strings, rows of cells

@@ -733,7 +733,8 @@ def test_edge_checker_passes_exact_shares_and_knows_fig3s_sizes():
 
     assert run_check("ex-mahdavi-experiments-4", _edge_top(), _edge_shares(_edge_top())).passed
     assert experiments_mahdavi.EDGE[0] == mahdavi_fig3.QUICK["examples"][4]       # Fig. 11.4's T for H = 4
-    assert experiments_mahdavi.EDGE[1] in mahdavi_fig3.QUICK["capacity_candidates"]
+    assert experiments_mahdavi.EDGE[1] == min(T for T in mahdavi_fig3.QUICK["capacity_candidates"]   # next rung
+                                              if T > experiments_mahdavi.EDGE[0])
 
 
 def test_numeric_answers_are_not_revealed_in_the_message():

@@ -76,3 +76,27 @@ def test_bad_figures_are_refused():
         grid_tables.dana_profiles([SimpleNamespace(LABEL="aot-fig-1a", PAPER={})])
     with pytest.raises(TypeError, match="figures"):
         grid_tables.dana_profiles(dana_fig1a)
+
+
+def test_quick_differs_names_the_figures_whose_quick_models_shrink():
+    from memcap.experiments import dana_fig1a, dana_fig1b, dana_fig2a, dana_fig2b, dana_fig3, dana_fig4
+
+    figures = (dana_fig1a, dana_fig1b, dana_fig2a, dana_fig2b, dana_fig3, dana_fig4)
+    shrunk = grid_tables.quick_differs(figures, ("vocab", "dim", "dims"))
+    for m in figures:   # a figure is named iff its quick N or d differs from the paper's
+        same = all(m.QUICK.get("model", {}).get(f, m.QUICK.get(f)) == m.PAPER.get("model", {}).get(f, m.PAPER.get(f))
+                   for f in ("vocab", "dim", "dims"))
+        assert (grid_tables.figure_name(m.LABEL) in shrunk) == (not same)
+    assert grid_tables.figure_name(dana_fig1a.LABEL) not in shrunk      # Fig. 1(a) keeps the paper's model
+    assert grid_tables.figure_name(dana_fig3.LABEL) in shrunk           # Fig. 3: N = 16 instead of 70
+    with pytest.raises(ValueError, match="fields must be a non-empty list"):
+        grid_tables.quick_differs(figures, [])
+
+
+def test_figure_list_reads_as_english():
+    nb = grid_tables.NBSP
+    assert grid_tables.figure_list([f"Fig.{nb}3"]) == f"Fig.{nb}3"
+    assert grid_tables.figure_list([f"Fig.{nb}2(a)", f"Fig.{nb}3"]) == f"Figs.{nb}2(a) and 3"
+    assert grid_tables.figure_list([f"Fig.{nb}2(a)", f"Fig.{nb}2(b)", f"Fig.{nb}3"]) == f"Figs.{nb}2(a), 2(b) and 3"
+    with pytest.raises(ValueError, match="names must be a non-empty list of figure names"):
+        grid_tables.figure_list([])

@@ -214,6 +214,16 @@ def test_engine_param_count_counts_the_engines_weights(spec):
         assert synthesis.engine_param_count(spec) == bounds.aot_param_count(9, spec.seq_len, 6, 3, 2)
 
 
+@pytest.mark.parametrize("spec", [
+    MHASpec(heads=3, context_size=5, examples=4, dim=8, head_dim=4, value_dim=2),
+    MHASpec(heads=2, context_size=5, examples=4, dim=8, classes=None, out_dim=3, embedding=False)])
+def test_readout_weights_are_the_engines_readout(spec):
+    kept = train_models([spec], TrainConfig(steps=1), keep_params=True).params[0]
+    assert synthesis.readout_weights(spec) == sum(kept[k].size for k in ("W_D", "b_D") if k in kept)
+    with pytest.raises(TypeError, match="spec must be an MHASpec"):
+        synthesis.readout_weights(AoTSpec(heads=3, head_dim=2, dim=6, vocab=9))
+
+
 def test_certified_fit_uses_both_sides_of_the_mean():
     assert synthesis.certified_fit(1e-8, 16, 1e-2) is True         # sqrt(T mse) = 4e-4
     assert synthesis.certified_fit(1e-3, 16, 1e-2) is False        # sqrt(mse) = 0.03 > tol

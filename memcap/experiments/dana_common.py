@@ -94,8 +94,13 @@ def previous_accuracy(heads: int, head_dim: int, vocab: int, associations: int) 
     return bounds.accuracy_from_memorized(min(count, associations), vocab, associations)
 
 
+SATURATION_CEILING = 0.99
+"""A line in H ends before the first mean accuracy above this (Dana et al.'s code stops at 0.95)."""
+
+
 def summarize_heads(records: Sequence[dict]) -> HeadsSummary:
-    """Average an H sweep (one N, S, d, d_h; plain AoTs), fit lines in H, and evaluate both bounds."""
+    """Average an H sweep (one N, S, d, d_h; plain AoTs), fit lines in H (up to accuracy
+    :data:`SATURATION_CEILING`), and evaluate both bounds."""
     shape = {f: shared_value(records, f) for f in ("vocab", "seq_len", "dim", "head_dim", "mlp_width")}
     if shape["mlp_width"] != 0:
         raise ValueError("records must be plain AoTs (mlp_width = 0)")
@@ -105,7 +110,7 @@ def summarize_heads(records: Sequence[dict]) -> HeadsSummary:
     if heads.size < 2:
         raise ValueError(f"records must cover at least 2 values of H for a line, got {heads.size}")
     memorized = np.array([bounds.cor2_capacity_from_accuracy(a, N, T0) for a in acc])
-    x, y = non_saturated(heads, acc, ceiling=0.99)
+    x, y = non_saturated(heads, acc, ceiling=SATURATION_CEILING)
     if x.size < 2:   # saturated from the second H on: fit the first two points
         x, y = heads[:2], acc[:2]
     keep = np.isin(heads, x)

@@ -47,6 +47,31 @@ def _checked(figures: Sequence[ModuleType]) -> list[ModuleType]:
     return figures
 
 
+def quick_differs(figures: Sequence[ModuleType], fields: Sequence[str]) -> list[str]:
+    """Names (:func:`figure_name`) of the ``figures`` whose quick grid differs from the paper's in one of
+    ``fields``, each looked up in the grid's ``"model"`` dict, else at its top level (a swept list)."""
+    fields = list(fields)
+    if not fields or not all(isinstance(f, str) for f in fields):
+        raise ValueError(f"fields must be a non-empty list of field names, got {fields!r}")
+
+    def field(grid: dict, key: str) -> object:
+        return grid.get("model", {}).get(key, grid.get(key))
+
+    return [figure_name(m.LABEL) for m in _checked(figures)
+            if any(field(m.QUICK, f) != field(m.PAPER, f) for f in fields)]
+
+
+def figure_list(names: Sequence[str]) -> str:
+    """'Fig. 2(a)', 'Figs. 2(a) and 3', 'Figs. 2(a), 2(b) and 3' from :func:`figure_name` names."""
+    names = list(names)
+    if not names or not all(isinstance(n, str) and n.startswith("Fig.") for n in names):
+        raise ValueError(f"names must be a non-empty list of figure names ('Fig. 2(a)'), got {names!r}")
+    if len(names) == 1:
+        return names[0]
+    bare = [n.removeprefix("Fig.").lstrip(NBSP + " ") for n in names]
+    return f"Figs.{NBSP}" + ", ".join(bare[:-1]) + " and " + bare[-1]
+
+
 def figure_name(label: str) -> str:
     """A figure label's paper name: 'mha-fig-2a' -> 'Fig. 2(a)', 'aot-fig-3' -> 'Fig. 3' (no-break space)."""
     if not isinstance(label, str) or "-fig-" not in label or not label.rsplit("-", 1)[1]:

@@ -112,8 +112,9 @@ class Row:
     """One model: its ``architecture``, its number of ``heads`` (for the MLP model: of the AoT it is matched
     to), ``head_dim``,
     trainable ``parameters``, measured ``capacity`` (mean over seeds; ``censored`` if the largest size tried
-    was memorized), ``bits`` of label information per example (log2 of the number of classes), and the
-    theorem's ``guarantee`` (None where no theorem applies)."""
+    was memorized), ``bits`` of label information per example (log2 of the number of classes), the
+    theorem's ``guarantee`` (None where no theorem applies), and the weights of the MHA's class ``readout``
+    (:func:`memcap.synthesis.readout_weights`; None for the token models)."""
 
     architecture: str
     heads: int
@@ -123,6 +124,7 @@ class Row:
     censored: bool
     bits: float
     guarantee: int | None
+    readout: int | None = None
 
     @property
     def per_example(self) -> float:
@@ -160,5 +162,5 @@ def summarize(results, profile: str | None = None) -> list[Row]:
         rows.append(Row(architecture(spec, g), size, spec.d_h if isinstance(spec, MHASpec) else spec.head_dim,
                         synthesis.engine_param_count(spec),
                         sum(c for c, _ in caps) / len(caps), any(cen for _, cen in caps), math.log2(classes),
-                        guarantee(spec)))
+                        guarantee(spec), synthesis.readout_weights(spec) if isinstance(spec, MHASpec) else None))
     return rows
