@@ -35,23 +35,25 @@
 
 ``--version`` prints memcap's version and its engine version. ``--threads N`` sets torch's intra-op
 threads (tiny models often run fastest on 1; at most the machine's logical CPUs), before the command or
-after ``sweep``, ``bench`` and ``doctor`` (after wins). A wrong argument prints one line and exits with
+after ``sweep``, ``estimate``, ``bench`` and ``doctor`` (after wins). A wrong argument prints one line and exits with
 status 2, before any work: so do a device this machine lacks (``--device`` or ``MEMCAP_DEVICE``: an unknown
 kind, a missing GPU, a CUDA index past the last, a malformed index), a ``MEMCAP_COMPILE`` or
-``MEMCAP_CUDA_GRAPHS`` that is not a mode, ``--compile always`` where it cannot be done (no C++ compiler, not a
-CPU), ``--cuda-graphs always`` (or the variable's) off CUDA, and a path that cannot serve
-(``--cache``/``MEMCAP_CACHE`` or ``--output`` naming a file or a path below one, or a folder that cannot
-be written for ``sweep``, ``cache --prune``, ``student-edition`` and ``grade``, found by creating and
-removing an empty folder there), a number past :data:`LARGEST_COUNT` (or the tighter bound of ``--workers``
+``MEMCAP_CUDA_GRAPHS`` that is not a mode, ``--compile always`` (or ``MEMCAP_COMPILE=always``, for ``doctor`` and
+``estimate`` too) where it cannot be done (no C++ compiler, not a CPU), ``--cuda-graphs always`` (or the
+variable's) off CUDA, and a path that cannot serve (an empty one; ``--cache``/``MEMCAP_CACHE`` or ``--output``
+naming a file or a path below one, or a folder that cannot be written for ``sweep``, ``cache --prune``,
+``student-edition`` and ``grade``, found by creating and removing an empty folder there; ``grade``'s
+``--output`` inside its submissions folder), a number past :data:`LARGEST_COUNT` (or the tighter bound of ``--workers``
 and ``--models``), a Dask ``--address`` that does not parse or answer, and limits under which ``grade``'s trial
-kernel cannot run. Any other error keeps its traceback (status 1); a closed stdout (``| head``) ends the
-command quietly.
+kernel cannot run. Ctrl-C ends any command with one line and status 130. Any other error keeps its traceback
+(status 1); a closed stdout (``| head``, or none at all) ends the command quietly.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -117,7 +119,9 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value >= 0 or value == float("inf"):
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+    if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
     return value
 
@@ -155,6 +159,15 @@ class Progress:
             self.bar.close()
 
 
+def _named_path(text: str, what: str) -> Path:
+    """``text`` as a path, refusing (UsageError) an empty or blank one: ``Path("")`` is the current folder, so an
+    empty ``--output`` would write into it (for ``student-edition``, over the full edition's ``_build/html``)."""
+    if not text.strip():
+        got = "an empty string" if not text else f"{text!r} (only spaces)"
+        raise UsageError(f"{what}: must name a folder, got {got}")
+    return Path(text)
+
+
 def _folder_for_writing(path: Path, what: str, *, writing: bool = True) -> None:
     """Refuse (UsageError) a path that cannot be a folder: a regular file, or a path below one; when
     ``writing``, also a folder that cannot be created or written. ``what`` names where the path came from."""
@@ -176,15 +189,14 @@ def _folder_for_writing(path: Path, what: str, *, writing: bool = True) -> None:
 
 
 def _cache_root(args: argparse.Namespace, *, writing: bool) -> Path:
-    """The results cache folder of ``--cache`` (else ``MEMCAP_CACHE``, else ./results), checked before any
-    work: it must be a folder (or not exist yet), and one that can be written when ``writing``."""
+    """The results cache folder of ``--cache`` (else ``MEMCAP_CACHE``, else ``results/`` at the source checkout's
+    root), checked before any work: it must be a folder (or not exist yet), and one that can be written when
+    ``writing``."""
     from memcap.experiments.sweep import default_cache_dir
 
-    if args.cache is not None and not args.cache.strip():
-        raise UsageError("--cache: must name a folder, got an empty string")
     what = "--cache" if args.cache is not None else \
         ("MEMCAP_CACHE" if os.environ.get("MEMCAP_CACHE", "").strip() else "the default cache")
-    root = Path(args.cache) if args.cache is not None else default_cache_dir()
+    root = _named_path(args.cache, "--cache") if args.cache is not None else default_cache_dir()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{what}: {root} is a file, not a folder: the results cache must be a folder")
     _folder_for_writing(root, what, writing=writing)
@@ -236,17 +248,11 @@ def _compile(args: argparse.Namespace) -> None:
     args.compile, args.cuda_graphs = mode, graph_mode
 
 
-def _environment_modes() -> None:
-    """Refuse (UsageError) a ``MEMCAP_COMPILE`` or ``MEMCAP_CUDA_GRAPHS`` that is not a mode, for the commands
-    without ``--compile`` and ``--cuda-graphs`` (a typo would otherwise fail as a broken machine)."""
-    from memcap.train import graphs
-    from memcap.train.compiled import compile_mode
-
-    try:
-        compile_mode(None)
-        graphs.graph_mode(None)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+def _environment_modes(args: argparse.Namespace) -> None:
+    """For the commands without ``--compile`` and ``--cuda-graphs`` (doctor, estimate): refuse (UsageError) a
+    ``MEMCAP_COMPILE`` or ``MEMCAP_CUDA_GRAPHS`` that is not a mode or cannot be honoured on the device, as
+    :func:`_compile` does for the flags (either would otherwise fail as a broken machine)."""
+    _compile(argparse.Namespace(compile=None, cuda_graphs=None, device=getattr(args, "device", None)))
 
 
 def _profile(args: argparse.Namespace) -> str:
@@ -380,8 +386,10 @@ def _cache(args: argparse.Namespace) -> int:
                                                      for status, n in sorted(counts.items())))
     found = set().union(*disk.values()) if disk else set()
     if found & set(PRUNED):
-        print("stale, legacy, corrupt, partial and orphan files are never used; delete them with "
-              f"`{args.prog} cache --prune{' --cache ' + args.cache if args.cache else ''}`")
+        again = " ".join(shlex.quote(a) for a in (*args.experiment, "--prune",
+                                                  *(("--cache", args.cache) if args.cache else ())))
+        print(f"stale, legacy, corrupt, partial and orphan files are never used; delete them with "
+              f"`{args.prog} cache {again}`")
     if "newer" in found:
         print(f"newer files were made by a newer engine than this memcap's (version {ENGINE_VERSION}): this memcap "
               "cannot use them (a job that has only those counts as newer above) and --prune keeps them")
@@ -406,11 +414,12 @@ def _estimate(args: argparse.Namespace) -> int:
     from memcap.experiments.estimate import duration, estimate_profile, format_estimate
 
     total = 0.0
-    for name in args.experiment:
+    names = tuple(dict.fromkeys(args.experiment))   # each once, as `cache` reads them
+    for name in names:
         found = estimate_profile(name, args.profile, args.steps)
         total += found.seconds
         print(format_estimate(found), flush=True)
-    if len(args.experiment) > 1:
+    if len(names) > 1:
         print(f"total: about {duration(total)}, one job after the other ({torch.get_num_threads()} thread(s))")
     return 0
 
@@ -441,7 +450,7 @@ def _student_edition(args: argparse.Namespace) -> int:
     if not (Path.cwd() / "_toc.yml").is_file():
         raise UsageError(f"root must be the book's folder (with _toc.yml), got {Path.cwd()}: run this command "
                          "from the book's root")
-    _folder_for_writing(Path(args.output), "--output")
+    _folder_for_writing(_named_path(args.output, "--output"), "--output")
     html = build_student_edition(Path.cwd(), args.output, pdf=args.pdf)
     print(f"student edition: {html / 'index.html'}")
     return 0
@@ -455,7 +464,7 @@ def _pdf(args: argparse.Namespace) -> int:
     if not (root / "_toc.yml").is_file():
         raise UsageError(f"root must be the book's folder (with _toc.yml), got {root}: run this command "
                          "from the book's root")
-    build = Path(args.build) if args.build is not None else root
+    build = _named_path(args.build, "--build") if args.build is not None else root
     if args.edition in ("full", "both"):
         html = build / "_build" / "html"
         if not (html / "index.html").is_file() or not (build / "_build" / ".doctrees").is_dir():
@@ -463,7 +472,7 @@ def _pdf(args: argparse.Namespace) -> int:
                              "site first (README, the build command) or name its --path-output with --build")
         print(f"full edition: {build_pdf(root, build)}")
     if args.edition in ("student", "both"):
-        _folder_for_writing(Path(args.student_output), "--student-output")
+        _folder_for_writing(_named_path(args.student_output, "--student-output"), "--student-output")
         html = build_student_edition(root, args.student_output, pdf=True)
         print(f"student edition: {html / PDF_NAME}")
     return 0
@@ -473,16 +482,19 @@ def _doctor(args: argparse.Namespace) -> int:
     from memcap.doctor import run_doctor
 
     return 0 if run_doctor(args.device, bench_models=args.models, bench_steps=args.steps,
-                           run_benchmark=not args.no_bench) else 1
+                           run_benchmark=not args.no_bench, command=f"{args.prog} {shlex.join(args.argv)}") else 1
 
 
 def _grade(args: argparse.Namespace) -> int:
     from memcap.textbook.grading import Limits, grade_folder
 
-    submissions, output = Path(args.submissions), Path(args.output)
+    submissions, output = _named_path(args.submissions, "submissions"), _named_path(args.output, "--output")
     if not submissions.is_dir():
         what = "is a file, not a folder" if submissions.exists() else "does not exist"
         raise UsageError(f"submissions folder {args.submissions!r} {what}")
+    if output.resolve().is_relative_to(submissions.resolve()):
+        raise UsageError(f"--output: {output} is inside the submissions folder {submissions}: its executed "
+                         "notebooks would be graded as a student's at the next run; name a folder outside it")
     _folder_for_writing(output, "--output")
     limits = Limits(memory=args.memory * 2**20, processes=args.processes)
     try:
@@ -518,12 +530,14 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     graphs_help = ("record each stack's training step once as a CUDA graph and replay it (CUDA only; the same "
                    "kernels on the same data as the eager step): always, or never (default, or MEMCAP_CUDA_GRAPHS)")
 
+    cache_help = "results cache folder (default: MEMCAP_CACHE, else results/ at the source checkout's root)"
+
     parser = _Parser(prog=prog, description=DESCRIPTION, formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", help="print memcap's version and engine version, then exit",
                         version=f"memcap {__version__} (engine version {ENGINE_VERSION})")
     threads_help = "torch intra-op threads, from 1 to the machine's logical CPUs (tiny models often run fastest on 1)"
     parser.add_argument("--threads", type=_threads, default=None, metavar="N",
-                        help=threads_help + "; also accepted after sweep, bench and doctor, where it wins")
+                        help=threads_help + "; also accepted after sweep, estimate, bench and doctor, where it wins")
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     def command(name: str, line: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
@@ -550,7 +564,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
                        help="pool size of the threads and processes executors, or of a local Dask cluster")
     sweep.add_argument("--address", default=None, help="Dask scheduler address (--executor dask; default: a "
                                                        "local cluster)")
-    sweep.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
+    sweep.add_argument("--cache", default=None, help=cache_help)
     sweep.add_argument("--compile", choices=COMPILE_MODES, default=None, help=compile_help)
     sweep.add_argument("--cuda-graphs", choices=GRAPH_MODES, default=None, help=graphs_help)
     sweep.add_argument("--checkpoint-every", type=_seconds, default=60.0, metavar="SECONDS",
@@ -565,7 +579,7 @@ def build_parser(prog: str = "python -m memcap") -> argparse.ArgumentParser:
     threads(sweep)
     cache = command("cache", "show the results cache; --prune deletes unusable entries", _cache)
     cache.add_argument("experiment", nargs="*", default=[], help="experiments to report and prune (default: all)")
-    cache.add_argument("--cache", default=None, help="results cache folder (default: MEMCAP_CACHE or ./results)")
+    cache.add_argument("--cache", default=None, help=cache_help)
     cache.add_argument("--prune", action="store_true",
                        help="delete the stale (older engine), legacy, corrupt and partial entries and orphan "
                             "checkpoints of these experiments; never a current entry, one of a newer engine, a "
@@ -656,6 +670,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m memcap") -> in
     was interrupted. Other errors propagate with their traceback. ``prog`` names the command in messages."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # the command line, for the records that keep it
     _check_combinations(parser, args)
     if args.threads is not None:
         import torch
@@ -666,7 +681,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m memcap") -> in
         if args.command in ("sweep", "bench"):
             _compile(args)
         if args.command in ("doctor", "estimate"):   # they train with the modes of the environment
-            _environment_modes()
+            _environment_modes(args)
         return args.run(args)
     except UsageError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
@@ -678,15 +693,22 @@ def cli(argv: list[str] | None = None) -> None:
     After an interruption it exits at once (a thread pool's running jobs cannot be stopped, and Python
     would otherwise wait for them at exit only to drop their results)."""
     script = Path(sys.argv[0]).name
+    prog = script if script == "memcap" else "python -m memcap"
     try:
-        code = main(argv, prog=script if script == "memcap" else "python -m memcap")
-        sys.stdout.flush()
+        code = main(argv, prog=prog)
+        if sys.stdout is not None:   # None when started with stdout closed (`>&-`): print wrote nothing
+            sys.stdout.flush()
     except BrokenPipeError:   # the reader of stdout left (`| head`): no traceback, and none again at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    except KeyboardInterrupt:   # Ctrl-C outside a sweep's own handling (e.g. while modules load)
+        if sys.stderr is not None:
+            print(f"{prog}: interrupted", file=sys.stderr)
+        code = 130
     if code == 130:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
         os._exit(130)
     sys.exit(code)
 

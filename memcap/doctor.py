@@ -161,14 +161,17 @@ CHECKS: tuple[tuple[str, Callable[[torch.device], str]], ...] = (
 
 
 def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps: int = 50,
-               run_benchmark: bool = True, out: Callable[[str], None] = print) -> bool:
+               run_benchmark: bool = True, out: Callable[[str], None] = print,
+               command: str = "python -m memcap doctor") -> bool:
     """Report the device and run :data:`CHECKS` (and the benchmark) on it; True when every check passed.
 
     ``device``: 'cuda', 'cuda:1', 'mps', 'cpu' or None (:func:`memcap.device.pick_device`).
     ``bench_models`` x ``bench_steps``: the size of the stacked-vs-loop benchmark
-    (:func:`memcap.experiments.bench.run_bench`).
+    (:func:`memcap.experiments.bench.run_bench`), which records ``command`` as the one that produced it.
     Every line goes through ``out``.
     """
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError(f"command must be the command line that runs the doctor, got {command!r}")
     dev = pick_device(device)
     out(report(dev))
     out(gpu_status())
@@ -185,7 +188,7 @@ def run_doctor(device: str | None = None, *, bench_models: int = 8, bench_steps:
         out(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
     if run_benchmark:
         result = bench.run_bench(models=bench_models, steps=bench_steps, device=str(dev),
-                                 command="python -m memcap doctor", repeats=1)
+                                 command=command, repeats=1)
         out(bench.format_bench(result))
     out("doctor: all checks passed" if passed else "doctor: SOME CHECKS FAILED")
     return passed

@@ -547,6 +547,20 @@ REFUSALS = [
     (["sweep", "dana_fig4"], {"MEMCAP_CUDA_GRAPHS": "always"},
      "MEMCAP_CUDA_GRAPHS: 'always' cannot be honoured here: CUDA graphs need a CUDA device"),
     (["cache", "fig99"], {}, "experiment must be one of"),
+    # an empty path is the current folder: refused, never a build over the full edition's _build/html
+    (["student-edition", "--output", ""], {}, "--output: must name a folder, got an empty string"),
+    (["student-edition", "--output", "   "], {}, "--output: must name a folder, got '   ' (only spaces)"),
+    (["pdf", "--edition", "student", "--student-output", ""], {},
+     "--student-output: must name a folder, got an empty string"),
+    (["pdf", "--edition", "full", "--build", " "], {}, "--build: must name a folder, got ' ' (only spaces)"),
+    (["cache", "--cache", "  "], {}, "--cache: must name a folder, got '  ' (only spaces)"),
+    (["grade", "{tmp}", "--chapter", "skip", "--output", ""], {}, "--output: must name a folder, got an empty string"),
+    # grade's output among the submissions: its notebooks would be graded as a student's next time
+    (["grade", "{tmp}", "--chapter", "skip", "--output", "{tmp}"], {}, "--output: {tmp} is inside the submissions"),
+    (["grade", "{tmp}", "--chapter", "skip", "--output", "{tmp}/grades"], {},
+     "--output: {tmp}/grades is inside the submissions folder"),
+    (["sweep", "dana_fig4", "--checkpoint-every", "1e400"], {},
+     "argument --checkpoint-every: must be a finite number of seconds, got '1e400'"),
     (["grade", "{tmp}", "--chapter", "skip", "--memory", "lots"], {}, "argument --memory: must be a positive integer"),
     (["grade", "{tmp}", "--chapter", "skip", "--cell-timeout", "0"], {}, "argument --cell-timeout: must be a positive"),
     (["grade", "{tmp}", "--chapter", "skip", "--sandbox", "docker"], {},
@@ -736,3 +750,68 @@ def test_a_path_in_the_caches_way_is_one_line_and_nothing_runs(tmp_path, capsys)
     assert main(["sweep", "dana_fig4", "--cache", str(tmp_path), "--executor", "inprocess", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "dana_fig4" in err, err
+
+
+@pytest.mark.parametrize("command", [["doctor", "--no-bench"], ["estimate", "dana_fig4", "--profile", "quick"]])
+def test_doctor_and_estimate_refuse_a_compile_mode_they_cannot_honour(command, monkeypatch, capsys, no_cuda):
+    # MEMCAP_COMPILE=always without a C++ compiler: sweep and bench refused it, these two crashed (traceback)
+    work = []
+    monkeypatch.setattr("memcap.train.compiled.compile_blocker", lambda device: "no C++ compiler found")
+    monkeypatch.setattr("memcap.doctor.run_doctor", lambda *a, **k: work.append(a))
+    monkeypatch.setattr("memcap.experiments.estimate.estimate_profile", lambda *a, **k: work.append(a))
+    monkeypatch.setenv("MEMCAP_COMPILE", "always")
+    monkeypatch.setenv("MEMCAP_DEVICE", "cpu")
+    code, out, err = _answer(command, capsys)
+    assert code == 2 and out == "" and work == []
+    assert err.strip() == ("python -m memcap: error: MEMCAP_COMPILE: 'always' cannot be honoured here: no C++ "
+                           "compiler found; use auto or never")
+
+
+def test_estimate_runs_a_repeated_experiment_once(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    asked = []
+    monkeypatch.setattr("memcap.experiments.estimate.estimate_profile",
+                        lambda name, profile, steps: asked.append(name) or SimpleNamespace(seconds=60.0))
+    monkeypatch.setattr("memcap.experiments.estimate.format_estimate", lambda found: "an estimate")
+    monkeypatch.setenv("MEMCAP_DEVICE", "cpu")
+    code, out, _ = _answer(["estimate", "dana_fig4", "dana_fig4", "--profile", "quick"], capsys)
+    assert code == 0 and asked == ["dana_fig4"] and "total" not in out   # one experiment: no double-counted total
+    code, out, _ = _answer(["estimate", "dana_fig4", "dana_fig1b", "dana_fig4", "--profile", "quick"], capsys)
+    assert asked[1:] == ["dana_fig4", "dana_fig1b"] and "total: about 2" in out
+
+
+def test_the_doctors_benchmark_records_the_command_that_ran_it(monkeypatch, capsys):
+    seen = {}
+    monkeypatch.setattr("memcap.doctor.run_doctor", lambda *a, **k: seen.update(k) or True)
+    monkeypatch.setenv("MEMCAP_DEVICE", "cpu")
+    code, _, _ = _answer(["doctor", "--models", "2", "--steps", "3"], capsys)
+    assert code == 0 and seen["command"] == "python -m memcap doctor --models 2 --steps 3"
+
+
+def test_ctrl_c_before_a_sweep_starts_is_one_line_and_status_130():
+    # Ctrl-C while the modules load (before the sweep's own handler) printed ~50 lines of traceback, status 1
+    code = ("import memcap.__main__ as m\n"
+            "def stopped(*a, **k):\n    raise KeyboardInterrupt\n"
+            "m.main = stopped\nm.cli(['list'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 130 and done.stderr == "python -m memcap: interrupted\n" and done.stdout == ""
+
+
+def test_a_closed_stdout_is_no_error():
+    # `python -m memcap list >&-`: sys.stdout is None, print writes nothing; the flush at exit raised AttributeError
+    done = subprocess.run(f"{sys.executable} -m memcap list >&-", shell=True, capture_output=False,
+                          stderr=subprocess.PIPE, text=True, timeout=120, cwd=str(ROOT))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_the_prune_hint_can_be_pasted_as_it_is(tmp_path, monkeypatch, capsys):
+    from memcap.__main__ import main
+
+    root = tmp_path / "a cache"
+    cache = ResultCache(root)
+    job = _tiny_jobs(1)[0]
+    _stale_put(cache, "dana_fig4", job)
+    assert main(["cache", "dana_fig4", "--cache", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"`python -m memcap cache dana_fig4 --prune --cache '{root}'`" in out
