@@ -407,7 +407,8 @@ def thm2_kl_bound_term(vocab: int, dim: int, error_prob: float, entropy: float, 
 
     with ``error_prob`` = 1 - pi(g(t_{1:S}) | t_{1:S}), ``entropy`` h in nats (see
     :func:`thm2_lambda_bound`) and ``tv_distance`` = d_TV(pi~, pi_unif) in [0, 2] (the simplified form's
-    1 + 4C corresponds to d_TV <= 2). Needs C < 1/2.
+    1 + 4C corresponds to d_TV <= 2). Needs C < 1/2, and a pair (error_prob, entropy) that some distribution
+    has: by Fano's inequality entropy <= H_b(error_prob) + error_prob log(N - 1); others are refused.
     """
     nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
     dm = positive_int("dim", dim)
@@ -421,7 +422,8 @@ def thm2_kl_term_with_constant(vocab: int, constant: float, error_prob: float, e
                                tv_distance: float) -> float:
     """Dana et al., Theorem 2's per-sequence term with a given C in (0, 1/2) instead of the
     Johnson-Lindenstrauss value: valid for any unembedding whose Gram deviation ||W W^T - I||_inf is at
-    most C (e.g. the measured one). Arguments as in :func:`thm2_kl_bound_term`."""
+    most C (e.g. the measured one). Arguments, and the refusal of pairs that break Fano's inequality, as in
+    :func:`thm2_kl_bound_term`."""
     nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
     c = _real_in("constant", constant, 0.0, math.inf, open_low=True)
     if c >= 0.5:
@@ -446,7 +448,9 @@ def thm2_simplified_kl_bound(vocab: int, dim: int, error_prob: float, mean_entro
     d_KL(pi, L(N, S, d)) <= (1 + 4C)/(1 - 2C) E[pi(t_{S+1} != g(t_{1:S}))] log((N - 1)/(e^{E[h]} - 1)).
 
     ``error_prob`` is the mean probability of missing the look-up answer, ``mean_entropy`` the mean
-    Shannon entropy in nats. Needs C < 1/2.
+    Shannon entropy in nats. Needs C < 1/2, and means that some task has: mean_entropy <= H_b(error_prob) +
+    error_prob log(N - 1) (Fano's inequality, concave in error_prob, so it holds for the means); others are
+    refused. The bound is then >= 0.
     """
     nv = _at_least("vocab", vocab, 2, "the bound has log(N - 1)")
     dm = positive_int("dim", dim)
