@@ -43,7 +43,7 @@ kind, a missing GPU, a CUDA index past the last, a malformed index), a ``MEMCAP_
 variable's) off CUDA, and a path that cannot serve (an empty one; ``--cache``/``MEMCAP_CACHE`` or ``--output``
 naming a file or a path below one, or a folder that cannot be written for ``sweep``, ``cache --prune``,
 ``student-edition`` and ``grade``, found by creating and removing an empty folder there; ``grade``'s
-``--output`` inside its submissions folder), a number past :data:`LARGEST_COUNT` (or the tighter bound of ``--workers``
+``--output`` naming its submissions folder), a number past :data:`LARGEST_COUNT` (or the tighter bound of ``--workers``
 and ``--models``), a Dask ``--address`` that does not parse or answer, and limits under which ``grade``'s trial
 kernel cannot run. Ctrl-C ends any command with one line and status 130. Any other error keeps its traceback
 (status 1); a closed stdout (``| head``, or none at all) ends the command quietly.
@@ -492,9 +492,6 @@ def _grade(args: argparse.Namespace) -> int:
     if not submissions.is_dir():
         what = "is a file, not a folder" if submissions.exists() else "does not exist"
         raise UsageError(f"submissions folder {args.submissions!r} {what}")
-    if output.resolve().is_relative_to(submissions.resolve()):
-        raise UsageError(f"--output: {output} is inside the submissions folder {submissions}: its executed "
-                         "notebooks would be graded as a student's at the next run; name a folder outside it")
     _folder_for_writing(output, "--output")
     limits = Limits(memory=args.memory * 2**20, processes=args.processes)
     try:

@@ -222,8 +222,9 @@ def test_prune_removes_checkpoints_of_another_engine_version_only(tmp_path):
 def test_the_sweep_command_checks_its_checkpoint_interval(capsys):
     from memcap.__main__ import main
 
-    for bad in ("-1", "soon", "inf"):
+    for bad, why in (("-1", "a number of seconds >= 0"), ("soon", "a number of seconds >= 0"),
+                     ("inf", "a finite number of seconds")):
         with pytest.raises(SystemExit) as stop:
             main(["sweep", "dana_fig4", "--checkpoint-every", bad])
         assert stop.value.code == 2
-        assert "--checkpoint-every: must be a number of seconds >= 0" in capsys.readouterr().err
+        assert f"--checkpoint-every: must be {why}" in capsys.readouterr().err

@@ -696,6 +696,9 @@ def grade_folder(submissions: str | Path, chapter: str, output: str | Path, *, c
     output = Path(output).resolve()
     if output.exists() and not output.is_dir():
         raise ValueError(f"output {str(output)!r} is a file, not a folder")
+    if isinstance(submissions, (str, Path)) and Path(submissions).resolve() == output:
+        raise ValueError(f"output {str(output)!r} is the submissions folder: its executed notebooks would be "
+                         "graded as a student's at the next run; name another folder (one inside it is left out)")
     found = find_submissions(submissions, exclude=output)
     if sandbox == "bwrap":
         problem = sandbox_problem()
