@@ -138,6 +138,20 @@ def test_quick_caption_is_unchanged():
     assert res.caption == "(quick profile)" and res.provenance["devices"] == ["NVIDIA H100 80GB HBM3"]
 
 
+
+@pytest.mark.parametrize("name", experiments.EXPERIMENTS)
+def test_results_know_the_grid_they_were_made_with(name):
+    module = experiments.get(name)
+    for profile, grid in (("quick", module.QUICK), ("paper", module.PAPER)):
+        res = experiments.ExperimentResults(name=name, label=module.LABEL, profile=profile, source="computed",
+                                            jobs=(), results=())
+        assert res.grid is grid and experiments.profile_grid(name, profile) is grid
+    assert module.QUICK is not module.PAPER
+    with pytest.raises(ValueError, match="profile must be one of"):
+        experiments.profile_grid(name, "papers")
+    with pytest.raises(ValueError, match="experiment must be one of"):
+        experiments.profile_grid("fig2a", "quick")
+
 # engine versions --------------------------------------------------------------------------------------
 
 def test_changed_engine_version_refuses_the_old_entry_and_a_sweep_recomputes_it(tmp_path, monkeypatch):

@@ -737,6 +737,20 @@ def test_edge_checker_passes_exact_shares_and_knows_fig3s_sizes():
                                               if T > experiments_mahdavi.EDGE[0])
 
 
+
+def test_setting_2s_statement_solution_and_checker_give_the_same_sizes():
+    from memcap.textbook.exercises import setting
+
+    text = (ROOT / "book" / "setting.md").read_text()
+    start = text.index(":label: ex-setting-2")
+    statement = " ".join(text[start:text.index("```{exercise-end}", start)].split())
+    solution = text[text.index("```{solution-start} ex-setting-2"):]
+    for needle in (f"$d={setting.DIM}$", f"$n={setting.CONTEXT}$", f"$T={setting.EXAMPLES:,}$".replace(",", r"\,"),
+                   *(f"$d_h={dh}$" for dh in setting.HEAD_DIMS)):
+        assert needle in statement, needle
+    assert (f"dim, n_ctx, T = {setting.DIM}, {setting.CONTEXT}, {setting.EXAMPLES:_}" in solution
+            and f"for head_dim in {setting.HEAD_DIMS}:" in solution)
+
 def test_numeric_answers_are_not_revealed_in_the_message():
     from memcap import bounds
 

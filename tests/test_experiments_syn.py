@@ -63,6 +63,28 @@ def test_measured_curves_average_seeds_and_flag_censoring():
         syn_common.measured_curves(caps, base, {"heads": [8]})
 
 
+def _curve(values, capacity, axis="heads"):
+    v, c = np.array(values), np.array(capacity, dtype=float)
+    return syn_common.Curve(axis, v, c, c, c, np.zeros(len(v), bool), tuple({axis: x} for x in values),
+                            c + 1)
+
+
+def test_growth_per_doubling_compares_ranges_of_different_sizes():
+    # A capacity that doubles with H over 1..32 and with d_h over 1..4 grows by 100 % per doubling on
+    # both axes, while its changes across the two ranges are 3100 % and 300 %.
+    assert syn_common.growth_per_doubling(_curve([1, 2, 32], [5, 10, 160])) == pytest.approx(1.0)
+    assert syn_common.growth_per_doubling(_curve([1, 4], [5, 20], "head_dim")) == pytest.approx(1.0)
+    # c ~ v^(1/2): sqrt(2) - 1 per doubling, whatever the range; only the ends count.
+    assert syn_common.growth_per_doubling(_curve([3, 5, 27], [9, 1, 27])) == pytest.approx(math.sqrt(2) - 1)
+    assert syn_common.growth_per_doubling(_curve([2, 8], [40, 10])) == pytest.approx(-0.5)
+    for values, caps, says in (([1], [4], "at least two values"), ([0, 2], [1, 2], "ascending positive"),
+                               ([4, 2], [1, 2], "ascending positive"), ([1, 2], [0, 3], "positive first")):
+        with pytest.raises(ValueError, match=says):
+            syn_common.growth_per_doubling(_curve(values, caps))
+    with pytest.raises(TypeError, match="Curve"):
+        syn_common.growth_per_doubling({"values": [1, 2]})
+
+
 def test_distinct_points_list_the_base_once_and_describe_reads_them():
     base, axes = {"vocab": 8, "seq_len": 2, "dim": 4, "head_dim": 2, "heads": 2}, {"heads": [1, 2], "dim": [4, 6]}
     caps = _capacities(syn_tokens._spec, base, axes, lambda p, s: 10 * p["heads"] + p["dim"])

@@ -213,10 +213,20 @@ def test_assumption1_reading_refuses_more_failures_than_points():
 
 
 @pytest.mark.parametrize("dh, heads, says", [
-    (0.0, 7.2, "buys far less"), (-0.1, 1.0, "buys far less"), (1.0, 1.0, "about as much"),
-    (3.0, 1.0, "far more"), (0.5, 0.0, "cannot compare"), (0.5, -0.2, "cannot compare")])
+    (0.0, 7.2, "buys far less"), (-0.1, 1.0, "buys far less"), (-0.9, 1.0, "buys far less"),
+    (0.49, 1.0, "buys far less"), (0.5, 1.0, "about as much"), (1.0, 1.0, "about as much"),
+    (2.0, 1.0, "about as much"), (3.0, 1.0, "far more"), (0.5, 0.0, "cannot compare"),
+    (0.5, -0.2, "cannot compare")])
 def test_head_dim_verdict(dh, heads, says):
     assert says in sp.head_dim_verdict(dh, heads)
+
+
+@pytest.mark.parametrize("dh, heads, says", [
+    (math.inf, 1.0, "must be finite"), (0.5, math.nan, "must be finite"), (-1.0, 1.0, "must exceed -1"),
+    (0.5, -1.5, "must exceed -1")])
+def test_head_dim_verdict_refuses_impossible_growths(dh, heads, says):
+    with pytest.raises(ValueError, match=says):
+        sp.head_dim_verdict(dh, heads)
 
 
 @pytest.mark.parametrize("sat, unsat, says", [

@@ -65,6 +65,13 @@ def jobs(name: str, profile: str | None = None) -> list[dict]:
     return get(name).jobs(check_profile(profile))
 
 
+def profile_grid(name: str, profile: str | None = None) -> dict:
+    """The grid of experiment ``name`` under ``profile``: its module's ``PAPER`` or ``QUICK`` dict (None:
+    :func:`memcap.profiles.current_profile`). The dict itself, not a copy: read it, do not change it."""
+    module = get(name)
+    return module.PAPER if check_profile(profile) == "paper" else module.QUICK
+
+
 def _distinct(values) -> list:
     out = []
     for v in values:
@@ -117,6 +124,11 @@ class ExperimentResults:
     def capacities(self) -> list[dict]:
         """One dict per capacity search over all capacity jobs (spec, capacity, upper, tried; ``job`` index)."""
         return [{**c, "job": j} for j, res in enumerate(self.results) for c in res.get("capacities", [])]
+
+    @property
+    def grid(self) -> dict:
+        """The grid these results were made with (:func:`profile_grid` of ``name`` and ``profile``)."""
+        return profile_grid(self.name, self.profile)
 
     @property
     def provenance(self) -> dict | None:

@@ -3,8 +3,9 @@
 A sweep varies one spec field at a time around a base point (:func:`sweep_points`); the capacity jobs
 train every point on a ladder of training-set sizes (:func:`memcap.train.capacity_search`), and
 :func:`measured_curves` turns their results into one :class:`Curve` per axis, averaged over seeds;
-:func:`summarize_sweep` puts an experiment's theories beside them (a :class:`Sweep`), :func:`distinct_points`
-lists each point once and :func:`ratios` divides the measured capacities by one of those theories. Not an
+:func:`growth_per_doubling` reads a curve's growth per doubling of its value; :func:`summarize_sweep`
+puts an experiment's theories beside them (a :class:`Sweep`), :func:`distinct_points` lists each point once
+and :func:`ratios` divides the measured capacities by one of those theories. Not an
 experiment (not in :data:`memcap.experiments.EXPERIMENTS`).
 """
 from __future__ import annotations
@@ -96,6 +97,26 @@ def measured_curves(capacities: Sequence[Mapping], base: Mapping[str, int],
         curves[axis] = Curve(axis, np.array(v), np.array(cap), np.array(lo), np.array(hi), np.array(cens),
                              tuple(pts), np.array(up))
     return curves
+
+
+def growth_per_doubling(curve: Curve) -> float:
+    """The capacity's relative growth per doubling of the swept value between the curve's first and last
+    values: (c_last / c_first) ** (log 2 / log(v_last / v_first)) - 1 (0.5 = +50 % each time the value
+    doubles). Unlike the change across the whole range, it compares axes swept over ranges of different
+    sizes (H = 1..31 against d_h = 1..10 in the paper profile). Needs at least two values, the first > 0,
+    and a first capacity > 0; a censored end makes it a bound, not a measurement."""
+    if not isinstance(curve, Curve):
+        raise TypeError(f"curve must be a syn_common.Curve, got {type(curve).__name__}")
+    if len(curve.values) < 2:
+        raise ValueError(f"curve {curve.axis!r} needs at least two values to measure a growth, got "
+                         f"{len(curve.values)}")
+    (v0, v1), (c0, c1) = curve.values[[0, -1]].astype(float), curve.capacity[[0, -1]].astype(float)
+    if not 0 < v0 < v1:
+        raise ValueError(f"curve {curve.axis!r} needs ascending positive values, got {v0:g} to {v1:g}")
+    if not (c0 > 0 and c1 >= 0):
+        raise ValueError(f"curve {curve.axis!r} needs a positive first capacity to measure a growth, "
+                         f"got {c0:g} at {curve.axis} = {v0:g}")
+    return float((c1 / c0) ** (math.log(2) / math.log(v1 / v0)) - 1)
 
 
 @dataclass(frozen=True)

@@ -296,21 +296,25 @@ def bracket_clause(lows: Sequence[float], uppers: Sequence[float], names: Sequen
                else "these brackets are disjoint, so the change is resolved"))
 
 
-def head_dim_verdict(dh_change: float, heads_change: float) -> str:
-    """Whether the head dimension buys as much capacity as the number of heads over the ranges swept:
-    ``dh_change`` and ``heads_change`` are relative changes of the capacity (0.5 = +50 %)."""
-    a, b = float(dh_change), float(heads_change)
+def head_dim_verdict(dh_per_doubling: float, heads_per_doubling: float) -> str:
+    """Whether the head dimension buys as much capacity as the number of heads: ``dh_per_doubling`` and
+    ``heads_per_doubling`` are the capacity's relative growth per doubling of each
+    (:func:`memcap.experiments.syn_common.growth_per_doubling`; 0.5 = +50 %), so axes swept over ranges of
+    different sizes compare fairly. "Far less" and "far more" mean under half and over twice as much."""
+    a, b = float(dh_per_doubling), float(heads_per_doubling)
     if not (math.isfinite(a) and math.isfinite(b)):
-        raise ValueError(f"the changes must be finite, got {a} and {b}")
+        raise ValueError(f"the growths per doubling must be finite, got {a} and {b}")
+    if a <= -1 or b <= -1:
+        raise ValueError(f"a growth per doubling must exceed -1 (a capacity stays >= 0), got {a} and {b}")
     if b <= 0:
         return ("The number of heads did not raise the capacity over its range here, so this sweep cannot "
                 "compare it with the head dimension")
-    if abs(a) < b / 2:
-        return ("The head dimension, which Dana et al.'s count rewards like the number of heads, buys far "
-                "less here than the number of heads")
+    if a < b / 2:
+        return ("Per doubling, the head dimension, which Dana et al.'s count rewards like the number of "
+                "heads, buys far less here than the number of heads")
     if a > 2 * b:
-        return "The head dimension buys far more here than the number of heads"
-    return "The head dimension buys about as much here as the number of heads"
+        return "Per doubling, the head dimension buys far more here than the number of heads"
+    return "Per doubling, the head dimension buys about as much here as the number of heads"
 
 
 def saturation_reading(saturated: float, with_unsaturated: float) -> str:

@@ -19,7 +19,8 @@ from memcap.textbook.exercises.checking import (
 )
 
 CHAPTER = "book/setting"
-HEAD_DIMS = (64, 16)
+# ex-setting-2's sizes, as its statement gives them
+DIM, CONTEXT, EXAMPLES, HEAD_DIMS = 64, 32, 10_000, (64, 16)
 
 
 @checker("ex-setting-2", CHAPTER)
@@ -31,15 +32,15 @@ def heads_and_parameters(heads, parameters):
     given_params = numbers_by_key(parameters, HEAD_DIMS, "parameters")
     for dh in HEAD_DIMS:
         with case(f"d_h = {dh}"):
-            needed = math.ceil((10_000 - 1) / (min(32, dh) - 1))
+            needed = math.ceil((EXAMPLES - 1) / (min(CONTEXT, dh) - 1))
             value = given_heads[dh]
             hint = "the smallest H with H(min(n, d_h) - 1) + 1 >= T"
-            if dh > 32 and value == math.ceil((10_000 - 1) / (dh - 1)):
-                hint = "only min(n, d_h) counts: a head cannot use more than n = 32 dimensions"
+            if dh > CONTEXT and value == math.ceil((EXAMPLES - 1) / (dh - 1)):
+                hint = f"only min(n, d_h) counts: a head cannot use more than n = {CONTEXT} dimensions"
             elif value == needed - 1:
                 hint = "round up: with one head fewer, H(min(n, d_h) - 1) + 1 is still below T"
             close(value, needed, "the number of heads", hint=hint)
-            close(given_params[dh], bounds.mha_param_count(needed, 64, dh, 1, 1), "the parameter count",
+            close(given_params[dh], bounds.mha_param_count(needed, DIM, dh, 1, 1), "the parameter count",
                   hint="2Hdd_h + Hdd_v + dd_out with d_v = d_out = 1, for the number of heads found")
 
 
