@@ -16,11 +16,20 @@ import torch
 
 from memcap._checks import finite_real, holds_values
 
-__all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated", "SIGNIFICANT_SE", "clearly_apart"]
+__all__ = ["PolyFit", "r_squared", "poly_fit", "linear_fit", "non_saturated", "SIGNIFICANT_SE", "LEVEL",
+           "t_margin", "margin", "clearly_apart"]
 
 SIGNIFICANT_SE = 2.0
 """Two fitted numbers are told apart when they differ by more than this many standard errors of their
-difference (:func:`clearly_apart`): about a 95 % two-sided level for normal errors."""
+difference (:func:`clearly_apart`): about a 95 % two-sided level for normal errors, used when the
+fits' residual degrees of freedom are not given (:func:`margin`)."""
+
+LEVEL = 0.95
+"""The two-sided level of :func:`t_margin`, :data:`SIGNIFICANT_SE`'s level for normal errors."""
+
+_T_EXACT_UP_TO = 1000
+"""Degrees of freedom beyond which :func:`t_margin` uses its value at this many (within 0.2 % above the
+exact one, so a little more cautious; the series below costs O(dof) per evaluation)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,8 @@ class PolyFit:
     coef: tuple[float, ...]
     r2: float
     stderr: tuple[float, ...]
+    dof: int
+    """Residual degrees of freedom: points - coefficients (0: no point to spare)."""
 
     def __call__(self, x) -> np.ndarray:
         return np.polynomial.polynomial.polyval(np.asarray(x, dtype=float), self.coef)
@@ -111,7 +122,7 @@ def poly_fit(x: Sequence[float], y: Sequence[float], degree: int) -> PolyFit:
                          f"{scale:.3g}**{k}, is beyond the range of a float; fit x in other units "
                          f"(x / {scale:.3g}, say)")
     return PolyFit(tuple(float(c) for c in coef), r_squared(ya, fitted),
-                   _stderr(xa, ya - fitted, int(degree)))
+                   _stderr(xa, ya - fitted, int(degree)), int(xa.size) - int(degree) - 1)
 
 
 def _x_scale(x: np.ndarray) -> float:
@@ -145,10 +156,59 @@ def _stderr(x: np.ndarray, residual: np.ndarray, degree: int) -> tuple[float, ..
     return tuple(float(se) for se in _per_power([np.sqrt(variance * (row @ row)) for row in r_inv], scale))
 
 
-def clearly_apart(a: float, se_a: float, b: float = 0.0, se_b: float = 0.0) -> bool:
+def _t_within(cos: float, sin: float, dof: int) -> float:
+    """P(|T| < t) for Student's t with ``dof`` (a positive integer) degrees of freedom, at the angle
+    theta = atan(t / sqrt(dof)) given by its cosine and sine: the finite series of Abramowitz and Stegun,
+    26.7.3 (odd dof) and 26.7.4 (even dof)."""
+    c2, term, total = cos * cos, 1.0, 1.0
+    if dof % 2 == 0:
+        for k in range(1, dof // 2):          # 1 + c²/2 + 1·3 c⁴/(2·4) + ...
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        return sin * total
+    if dof == 1:
+        return 2 / math.pi * math.atan2(sin, cos)
+    term = total = cos                         # c + 2/3 c³ + 2·4/(3·5) c⁵ + ...
+    for k in range(1, (dof - 1) // 2):
+        term *= c2 * (2 * k) / (2 * k + 1)
+        total += term
+    return 2 / math.pi * (math.atan2(sin, cos) + sin * total)
+
+
+def t_margin(dof: int, level: float = LEVEL) -> float:
+    """The two-sided Student-t quantile: |T| < ``t_margin(dof, level)`` with probability ``level`` for a
+    t variable with ``dof`` degrees of freedom (12.71 for 1, 4.30 for 2, 2.23 for 10, 1.96 in the limit,
+    at 95 %). A fit's coefficient lies within this many of its standard errors of the truth at ``level``
+    when its residuals are independent and normal. Beyond 1000 degrees of freedom, the value at 1000."""
+    if isinstance(dof, bool) or not isinstance(dof, (int, np.integer)) or dof < 1:
+        raise ValueError(f"dof must be a positive integer (residual degrees of freedom), got {dof!r}")
+    level = finite_real("level", level)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    nu = min(int(dof), _T_EXACT_UP_TO)
+    lo, hi = 0.0, math.pi / 2                  # bisect on theta = atan(t / sqrt(nu)): P rises with theta
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _t_within(math.cos(mid), math.sin(mid), nu) < level:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(nu) * math.tan((lo + hi) / 2)
+
+
+def margin(dof: int | None = None) -> float:
+    """How many standard errors tell two estimates apart (:func:`clearly_apart`): :func:`t_margin` at
+    :data:`LEVEL` for ``dof`` residual degrees of freedom, or :data:`SIGNIFICANT_SE` when ``dof`` is None
+    (unknown: the normal rule)."""
+    return SIGNIFICANT_SE if dof is None else t_margin(dof)
+
+
+def clearly_apart(a: float, se_a: float, b: float = 0.0, se_b: float = 0.0, *, dof: int | None = None) -> bool:
     """Whether the estimates ``a`` ± ``se_a`` and ``b`` ± ``se_b`` (standard errors, independent; ``b`` 0 with
-    no error by default: is ``a`` clearly nonzero?) differ by more than :data:`SIGNIFICANT_SE` standard
-    errors of ``a - b``. False when a standard error is NaN (unknown: a fit with no point to spare)."""
+    no error by default: is ``a`` clearly nonzero?) differ by more than :func:`margin` standard errors of
+    ``a - b``: :data:`SIGNIFICANT_SE` when ``dof`` is None, else the Student-t quantile for ``dof``
+    residual degrees of freedom (give the smaller of two fits' :attr:`PolyFit.dof`: a cautious choice).
+    False when a standard error is NaN (unknown: a fit with no point to spare) or ``dof`` is 0."""
     a, b = finite_real("a", a), finite_real("b", b)
     errors = []
     for name, se in (("se_a", se_a), ("se_b", se_b)):
@@ -157,9 +217,11 @@ def clearly_apart(a: float, se_a: float, b: float = 0.0, se_b: float = 0.0) -> b
         if not math.isnan(se) and not 0 <= se < math.inf:
             raise ValueError(f"{name} must be a finite standard error >= 0 (or NaN: unknown), got {se}")
         errors.append(float(se))
-    if any(math.isnan(se) for se in errors):   # checked only once both are valid
+    if dof is not None and (isinstance(dof, bool) or not isinstance(dof, (int, np.integer)) or dof < 0):
+        raise ValueError(f"dof must be None or an integer >= 0 (residual degrees of freedom), got {dof!r}")
+    if any(math.isnan(se) for se in errors) or dof == 0:   # checked only once both are valid
         return False
-    return abs(a - b) > SIGNIFICANT_SE * math.hypot(*errors)
+    return abs(a - b) > margin(dof) * math.hypot(*errors)
 
 
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> PolyFit:

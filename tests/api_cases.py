@@ -251,6 +251,8 @@ def public_callables() -> dict[str, Callable]:
 
 NO_BAD_INPUT: dict[str, str] = {
     # where code runs: strings only
+    "memcap.fits.margin": "takes a number of degrees of freedom (int or None), refused unless a positive integer "
+                          "(tests/test_fits.py)",
     "memcap.device.pick_device": "takes a device name (str), refused unless cuda/mps/cpu (tests/test_device.py)",
     "memcap.device.train_dtype": "takes a device name (str), validated by pick_device",
     "memcap.device.exact_dtype": "takes a device name (str), validated by pick_device",
@@ -763,6 +765,8 @@ def cases() -> dict[str, Case]:
         # se_a and se_b take NaN on purpose (an unknown error: never told apart); a negative or infinite one is
         # refused (tests/test_fits.py)
         Case(fits.clearly_apart, lambda dev: {"a": 1.0, "se_a": 0.1, "b": 0.2, "se_b": 0.1}, reals=("a", "b")),
+        # dof, an integer, is refused unless positive (tests/test_fits.py)
+        Case(fits.t_margin, lambda dev: {"dof": 3, "level": 0.95}, reals=("level",)),
         Case(fits.non_saturated, lambda dev: {**xy(dev), "ceiling": 0.99, "floor": 0.0}, tensors=("x", "y"),
              reals=("ceiling", "floor")),
         # memcap.linalg: the randomized tests on real models' features

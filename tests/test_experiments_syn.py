@@ -85,6 +85,18 @@ def test_growth_per_doubling_compares_ranges_of_different_sizes():
         syn_common.growth_per_doubling({"values": [1, 2]})
 
 
+def test_lowest_capacities_read_the_worst_seed_where_the_mean_hides_it():
+    # the review's case: at H = 1 seeds reach 10, 12 and 50 (mean 24 > a count of 20; two seeds below it)
+    base, axes = {"vocab": 8, "seq_len": 2, "dim": 4, "head_dim": 2, "heads": 2}, {"heads": [1, 2]}
+    caps = _capacities(syn_tokens._spec, base, axes,
+                       lambda p, s: {0: 10, 1: 12, 2: 50}[s] if p["heads"] == 1 else 40 + s, seeds=(0, 1, 2))
+    sweep = syn_common.summarize_sweep(caps, {"base": base, "axes": axes}, lambda p, c: None)
+    assert [c for _, c, _ in syn_common.distinct_points(sweep)] == [24.0, 41.0]
+    assert syn_common.lowest_capacities(sweep).tolist() == [10.0, 40.0]
+    with pytest.raises(TypeError, match="Sweep"):
+        syn_common.lowest_capacities([])
+
+
 def test_distinct_points_list_the_base_once_and_describe_reads_them():
     base, axes = {"vocab": 8, "seq_len": 2, "dim": 4, "head_dim": 2, "heads": 2}, {"heads": [1, 2], "dim": [4, 6]}
     caps = _capacities(syn_tokens._spec, base, axes, lambda p, s: 10 * p["heads"] + p["dim"])
@@ -94,6 +106,7 @@ def test_distinct_points_list_the_base_once_and_describe_reads_them():
     assert [p for p, _, _ in points] == [{**base, "heads": 1}, base, {**base, "dim": 6}]   # base once
     assert [c for _, c, _ in points] == [14.0, 24.0, 26.0]
     assert syn_common.ratios(sweep, "dana").tolist() == [3.5, 6.0, 6.5]
+    assert syn_common.lowest_capacities(sweep).tolist() == [14.0, 24.0, 26.0]      # one seed: the means
     assert syn_common.describe_point(base) == "$H = 2$, $d_h = 2$, $d = 4$, $S = 2$"
     assert syn_common.describe_point({"context_size": 3, "vocab": 9}) == "$n = 3$"
     with pytest.raises(TypeError, match="Sweep"):
@@ -154,8 +167,24 @@ def test_headdim_summary_reads_the_power_law():
     assert s[False].power.slope == pytest.approx(1.0) and s[True].power.slope == pytest.approx(2.0)
     assert s[True].quadratic.coef[2] == pytest.approx(3.0) and s[False].censored.tolist() == [False] * 2 + [True]
     assert s[False].dana.tolist() == [4 * k + 8 for k in g["head_dim"]]
+    # two uncensored points of three: too few to fit without the censored one, and the summary says so
+    assert s[False].fits_censored and s[False].fitted.all() and s[True].fits_censored
     with pytest.raises(ValueError, match="at least 3 values"):
         syn_headdim.summarize(caps[:2])
+
+
+def test_headdim_fits_leave_out_capacities_cut_off_by_the_largest_table():
+    # the review's case: Dana et al.'s law 100 + 60 d_h^2, cut off at the paper's largest table (2500) from
+    # d_h = 7 on, read as concave (coefficient -28.9) when the cut-off points are fitted
+    g = syn_headdim.PAPER
+    top = max(g["candidates"])
+    caps = [{"spec": AoTSpec(**g["model"], head_dim=k, shared_compression=c, examples=1).to_dict(),
+             "capacity": min(100 + 60 * k * k, top), "upper": None if 100 + 60 * k * k >= top else 2600}
+            for c in (False, True) for k in g["head_dim"]]
+    s = syn_headdim.summarize(caps)[False]
+    assert s.censored.tolist() == [k >= 7 for k in g["head_dim"]] and not s.fits_censored
+    assert s.fitted.tolist() == [k < 7 for k in g["head_dim"]]
+    assert s.quadratic.coef == pytest.approx((100.0, 0.0, 60.0), abs=1e-6) and s.quadratic.dof == 3
 
 
 def test_efficiency_rows_divide_parameters_by_capacity():
@@ -165,6 +194,11 @@ def test_efficiency_rows_divide_parameters_by_capacity():
     rows = syn_efficiency.summarize(SimpleNamespace(capacities=caps, profile="quick"))
     assert [r.architecture for r in rows] == list(syn_efficiency.ARCHITECTURES)
     assert [(r.heads, r.head_dim) for r in rows] == [(4, 8), (4, 2), (2, 4), (4, 2), (4, 2)]
+    assert [r.size for r in rows] == [4] * 5          # the wider-heads AoT (2 heads) is matched to H = 4
+    paper = syn_efficiency.PAPER
+    caps = [{"spec": s.to_dict(), "capacity": 10, "upper": 11} for s in syn_efficiency.specs(paper, 0)]
+    sized = syn_efficiency.summarize(SimpleNamespace(capacities=caps, profile="paper"))
+    assert [r.size for r in sized] == [H for H in paper["heads"] for _ in syn_efficiency.ARCHITECTURES]
     for i, (r, s) in enumerate(zip(rows, specs)):
         assert r.parameters == synthesis.engine_param_count(s) and r.capacity == 10 * (i + 1)
         assert r.per_example == pytest.approx(r.parameters / r.capacity)

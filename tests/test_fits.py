@@ -56,6 +56,39 @@ def test_clearly_apart_counts_standard_errors_of_the_difference():
         with pytest.raises((TypeError, ValueError), match=match):
             fits.clearly_apart(**{"a": 1.0, **bad})
 
+
+@pytest.mark.parametrize("dof", [1, 2, 3, 4, 5, 7, 10, 30, 101, 1000])
+@pytest.mark.parametrize("level", [0.5, 0.9, fits.LEVEL, 0.99])
+def test_t_margin_is_students_quantile(dof, level):
+    # SciPy comes with scikit-learn (memcap's extras); memcap itself needs none
+    from scipy import stats
+
+    assert fits.t_margin(dof, level) == pytest.approx(stats.t.ppf((1 + level) / 2, dof), rel=1e-9)
+
+
+def test_t_margin_beyond_a_thousand_is_cautious_and_refuses_bad_input():
+    assert fits.t_margin(10**6) == fits.t_margin(1000) == pytest.approx(1.9623, abs=1e-4)   # > 1.95996
+    assert fits.margin(None) == fits.SIGNIFICANT_SE and fits.margin(1) == fits.t_margin(1)
+    for dof, match in ((0, "dof must be a positive integer"), (2.0, "dof must be a positive integer"),
+                       (True, "dof must be a positive integer")):
+        with pytest.raises(ValueError, match=match):
+            fits.t_margin(dof)
+    for level in (0.0, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="level must"):
+            fits.t_margin(3, level)
+
+
+def test_fits_know_their_residual_degrees_of_freedom_and_clearly_apart_uses_them():
+    assert fits.poly_fit([1, 2, 3], [1, 2, 5], 2).dof == 0 and fits.linear_fit([1, 2, 3, 5], [1, 2, 2, 4]).dof == 2
+    # 4 standard errors from 0: apart by the normal rule and with 3 residual degrees of freedom (t = 3.18),
+    # not with 1 or 2 (t = 12.71, 4.30)
+    assert fits.clearly_apart(0.4, 0.1) and fits.clearly_apart(0.4, 0.1, dof=3)
+    assert not fits.clearly_apart(0.4, 0.1, dof=1) and not fits.clearly_apart(0.4, 0.1, dof=2)
+    assert fits.clearly_apart(1.3, 0.1, dof=1)          # 13 errors > 12.71
+    assert not fits.clearly_apart(5.0, 0.1, dof=0)      # no point to spare: never told apart
+    with pytest.raises(ValueError, match="dof must be None or an integer >= 0"):
+        fits.clearly_apart(1.0, 0.1, dof=-1)
+
 def test_r_squared_of_the_mean_is_zero():
     y = np.array([1.0, 2.0, 3.0])
     assert fits.r_squared(y, np.full(3, 2.0)) == pytest.approx(0.0)

@@ -193,6 +193,21 @@ def test_gains_clause_agrees_with_each_gain(gains, text):
     assert sp.gains_clause([2.0, 3.0, 4.0], ["A", "B", "C"]).startswith("A, B and C, as trained, memorize more")
 
 
+def test_per_size_clause_reads_every_size_and_says_when_they_disagree():
+    words = dict(more="wider memorize more", less="more heads memorize more", same="about as much")
+    assert sp.per_size_clause({4: 1.5}, **words) == "wider memorize more (ratio 1.50 at $H = 4$)"
+    assert sp.per_size_clause({16: 1.4, 4: 1.5}, **words) == (
+        "wider memorize more (ratios 1.50 at $H = 4$ and 1.40 at $H = 16$)")
+    # the review's case: the two sizes disagree, and the sentence says so rather than reading one of them
+    assert sp.per_size_clause({4: 1.5, 16: 0.67}, **words) == (
+        "wider memorize more at $H = 4$ (ratio 1.50) but more heads memorize more at $H = 16$ (ratio 0.67)")
+    for bad in ({}, [1.5], {0: 1.5}, {True: 1.5}, {2.0: 1.5}):
+        with pytest.raises(ValueError, match="ratios must"):
+            sp.per_size_clause(bad, **words)
+    with pytest.raises(ValueError, match="ratio must be a finite number"):
+        sp.per_size_clause({4: -1.0}, **words)
+
+
 def test_gains_clause_refuses_mismatched_names():
     with pytest.raises(ValueError, match="one non-empty name per gain"):
         sp.gains_clause([1.0, 2.0], ["A"])
@@ -237,11 +252,19 @@ def test_saturation_reading(sat, unsat, says):
 
 
 def test_robust_clause():
-    assert sp.robust_clause([0.97, 0.98]).startswith("In both architectures")
-    assert sp.robust_clause([0.97]).startswith("Almost no example")
-    assert sp.robust_clause([0.97, 0.9]).startswith("Not even the last feature")
+    # the quick run, about: both keep an unsaturated head almost everywhere, under half the pairs saturated
+    assert sp.robust_clause([0.97, 0.98], [0.47, 0.26]).startswith(
+        "In both architectures the one robust feature of Mahdavi et al.'s picture is the last")
+    assert sp.robust_clause([0.97, 0.98], [0.47, 0.8]).startswith("In both architectures the one robust")
+    # most pairs saturated in both models: both features hold, so "the one robust feature" would be false
+    assert sp.robust_clause([0.97, 0.98], [0.8, 0.7]).startswith("In both architectures both features")
+    assert sp.robust_clause([0.97], [0.8]).startswith("Both features")
+    assert sp.robust_clause([0.97], [0.2]).startswith("Almost no example")
+    assert sp.robust_clause([0.97, 0.9], [0.8, 0.8]).startswith("Not even the last feature")
     with pytest.raises(ValueError, match="with_unsaturated must be a share"):
-        sp.robust_clause([1.5])
+        sp.robust_clause([1.5], [0.5])
+    with pytest.raises(ValueError, match="one share per model"):
+        sp.robust_clause([0.97, 0.98], [0.5])
 
 
 @pytest.mark.parametrize("trained, says", [(0.26, "Dana et al.'s generic construction than"),
@@ -287,6 +310,19 @@ def test_quadratic_verdict_weighs_the_exponents_standard_errors():
     assert "it has no standard error" in sp.quadratic_verdict([1.9, 0.37], [nan, 0.21])
     # a settled one is reported even when a larger unsettled one exists
     assert "1.75\u00a0±\u00a00.05" in sp.quadratic_verdict([1.9, 1.75], [1.0, 0.05])
+    # with the fits' residual degrees of freedom: the quick run's fits through 3 points have 1 each, where
+    # 0.71 + 12.7 x 0.59 and 0.37 + 12.7 x 0.21 both pass 2: growth like d_h^2 is not ruled out
+    quick = sp.quadratic_verdict([0.71, 0.37], [0.59, 0.21], dofs=[1, 1])
+    assert quick.startswith("No fitted exponent reaches the 1.7") and "cannot rule growth like $d_h^2$ out" in quick
+    assert "within 12.7 standard errors (Student's $t$ at 95 % for 1 residual degree of freedom)" in quick
+    # eight points (6 degrees of freedom, t = 2.45): 0.71 + 2.45 x 0.2 < 2, ruled out
+    assert sp.quadratic_verdict([0.71, 0.37], [0.2, 0.21], dofs=[6, 6]).startswith(
+        "Neither architecture's capacity grows like a power $d_h^2$ at this size: each fitted exponent lies more "
+        "than 2.45 standard errors (Student's $t$ at 95 % for 6 residual degrees of freedom) below")
+    # about quadratic needs the exponent clearly above 1: 1.8 +- 0.1 is, by 8 errors, but not at 1 dof
+    assert sp.quadratic_verdict([1.8, 0.37], [0.1, 0.21], dofs=[1, 1]).startswith("A fitted exponent reaches")
+    with pytest.raises(ValueError, match="one number of degrees of freedom per estimate"):
+        sp.quadratic_verdict([0.71, 0.37], [0.59, 0.21], dofs=[1])
     # without errors, the point estimates decide as before
     assert sp.quadratic_verdict([1.45, 0.37]).startswith("Neither")
     with pytest.raises(ValueError, match="one standard error per slope"):
@@ -301,8 +337,18 @@ def test_quadratic_verdict_weighs_the_exponents_standard_errors():
 
 def test_shape_clause_says_where_a_curve_falls():
     assert sp.shape_clause(0.71, [16, 53, 43], [1, 2, 4]).startswith("not monotone: it falls from $d_h = 2$ to 4")
+    # the quick run's brackets: 53 memorized by every seed at d_h = 2, failed by every seed at 4: a real fall
+    assert sp.shape_clause(0.71, [16, 53, 43], [1, 2, 4], [16, 53, 43], [21, 64, 53]).startswith("not monotone")
+    # three seeds' mean 107 -> 106.67, brackets [107, 128) and [106, 128): a dip the search cannot resolve
+    dip = sp.shape_clause(0.3, [64, 107, 106.67], [1, 2, 4], [64, 107, 106], [85, 128, 128])
+    assert dip == ("slower than linear; its mean dips from $d_h = 2$ to 4, within the search's resolution "
+                   "(the seeds' brackets overlap)")
     with pytest.raises(ValueError, match="same length"):
         sp.shape_clause(1.0, [1.0, 2.0], [1])
+    with pytest.raises(ValueError, match="given together"):
+        sp.shape_clause(1.0, [1.0, 2.0], [1, 2], [1.0, 2.0])
+    with pytest.raises(ValueError, match="lows <= capacities < uppers"):
+        sp.shape_clause(1.0, [1.0, 2.0], [1, 2], [1.0, 3.0], [2.0, 4.0])
 
 
 @pytest.mark.parametrize("a, b, says", [(3, 5, "starts lower"), (5, 5, "same capacity"), (6, 5, "starts higher")])
@@ -319,6 +365,10 @@ def test_steeper_and_cost_clauses():
     assert "0.71\u00a0±\u00a00.59 with a shared compression, 0.37\u00a0±\u00a00.21 for Eq. (2)" in loose
     assert loose.endswith("differ by less than 2 standard errors of their difference: these fits do not rank them")
     assert "no standard error" in sp.steeper_clause(1.2, 0.8, float("nan"), 0.1)
+    # 2.8 standard errors of the difference rank them by the normal rule, not with 1 degree of freedom
+    assert "differ by less than 12.7 standard errors (Student's $t$ at 95 % for 1 residual degree of freedom)" in (
+        sp.steeper_clause(1.2, 0.8, 0.1, 0.1, dof=1))
+    assert "starts low" not in sp.steeper_clause(1.2, 0.8)     # no claim about where the curves start
     with pytest.raises(ValueError, match="given together"):
         sp.steeper_clause(1.2, 0.8, 0.1)
     with pytest.raises(ValueError, match="se_b must be a finite standard error >= 0"):
@@ -348,8 +398,17 @@ def test_curvature_clause_reads_the_sign_an_offset_cannot_change():
     nan = float("nan")
     three = sp.curvature_clause([-7.17, 2.0], [nan, nan], ["AoT of Eq. (2)", "shared compression"])
     assert three.startswith("the least-squares quadratic's $d_h^2$ coefficient is -7.2 for the AoT of Eq. (2) "
-                            "(concave: the growth flattens; no standard error")
-    assert "2 for the shared compression (convex, as a $d_h^2$ term would make it" in three
+                            "(no standard error, the fit has no point to spare: its sign is not read)")
+    assert "convex" not in three and "concave" not in three      # no sign read without an error
+    assert "(convex, as a $d_h^2$ term would make it" in sp.curvature_clause([2.0], [0.1], ["x"])
+    # 3.5 standard errors: read with 3 residual degrees of freedom (t = 3.18), not with 2 (t = 4.30)
+    assert "(convex" in sp.curvature_clause([0.35], [0.1], ["x"], dofs=[3])
+    assert ("within 4.3 standard errors (Student's $t$ at 95 % for 2 residual degrees of freedom) of 0"
+            in sp.curvature_clause([0.35], [0.1], ["x"], dofs=[2]))
+    with pytest.raises(ValueError, match=r"dofs\[0\] must be an integer >= 0"):
+        sp.curvature_clause([0.35], [0.1], ["x"], dofs=[-1])
+    with pytest.raises(ValueError, match="one number of degrees of freedom per estimate"):
+        sp.curvature_clause([0.35], [0.1], ["x"], dofs=[1, 2])
     assert "within 2 standard errors of 0" in sp.curvature_clause([0.5], [0.4], ["x"])
     assert "1.00\u00a0±\u00a00.10 for the x (convex" in sp.curvature_clause([1.0], [0.1], ["x"])
     with pytest.raises(ValueError, match="one entry per coefficient"):

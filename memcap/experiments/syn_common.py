@@ -153,6 +153,21 @@ def distinct_points(sweep: Sweep) -> list[tuple[dict, float, Any]]:
     return out
 
 
+def lowest_capacities(sweep: Sweep) -> np.ndarray:
+    """The smallest capacity over seeds (:attr:`Curve.low`) at every distinct point of ``sweep``, in the order
+    of :func:`distinct_points`: what a claim about *every* seed ("exceeds the count at every point") reads,
+    where the mean over seeds would hide a seed that falls short."""
+    if not isinstance(sweep, Sweep):
+        raise TypeError(f"sweep must be a syn_common.Sweep, got {type(sweep).__name__}")
+    seen, out = [], []
+    for curve in sweep.curves.values():
+        for point, low in zip(curve.points, curve.low):
+            if point not in seen:
+                seen.append(point)
+                out.append(float(low))
+    return np.array(out)
+
+
 POINT_SYMBOLS = (("heads", "H"), ("head_dim", "d_h"), ("context_size", "n"), ("dim", "d"), ("seq_len", "S"))
 
 

@@ -127,6 +127,12 @@ class Row:
     readout: int | None = None
 
     @property
+    def size(self) -> int:
+        """The number of heads H of the size this model is matched to: ``heads``, but for the wider-heads AoT,
+        which has H/2 heads, 2 ``heads``."""
+        return 2 * self.heads if self.architecture == ARCHITECTURES[2] else self.heads
+
+    @property
     def per_example(self) -> float:
         """Parameters per memorized example."""
         return self.parameters / self.capacity if self.capacity else math.inf

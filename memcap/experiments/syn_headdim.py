@@ -59,7 +59,12 @@ class HeadDimCurve:
     """Capacity against d_h for one architecture (arrays (k,) over ``head_dim``): mean over seeds
     (``capacity``), ``censored`` where the largest size tried was memorized, ``power`` the log-log line
     (its slope is alpha in capacity ~ c d_h^alpha), ``quadratic`` and ``line`` the least-squares fits in
-    d_h, ``parameters`` the trained model's weights, ``dana`` H d_h + d (Eq. (2)'s count)."""
+    d_h, ``parameters`` the trained model's weights, ``dana`` H d_h + d (Eq. (2)'s count); ``low`` the
+    smallest capacity over seeds and ``upper`` the largest, over seeds, of the smallest size a model failed
+    (inf where censored): every seed's capacity lies in [``low``, ``upper``), the search's resolution.
+    ``fitted`` marks the points the three fits use: the uncensored ones when at least :data:`MIN_FIT` are
+    (a censored capacity is only a lower bound, and a curve cut off at the largest table bends down however
+    it grows), else every point (:attr:`fits_censored` then says so, and no exponent is settled)."""
 
     shared_compression: bool
     head_dim: np.ndarray
@@ -70,6 +75,18 @@ class HeadDimCurve:
     line: PolyFit
     parameters: np.ndarray
     dana: np.ndarray
+    low: np.ndarray
+    upper: np.ndarray
+    fitted: np.ndarray
+
+    @property
+    def fits_censored(self) -> bool:
+        """Whether the fits include a censored capacity (too few uncensored points to fit without them)."""
+        return bool((self.fitted & self.censored).any())
+
+
+MIN_FIT = 3
+"""The fewest uncensored points the fits of :func:`summarize` use on their own (a quadratic needs 3)."""
 
 
 def summarize(results) -> dict[bool, HeadDimCurve]:
@@ -78,6 +95,7 @@ def summarize(results) -> dict[bool, HeadDimCurve]:
     out = {}
     for shared in (False, True):
         rows: dict[int, list[tuple[int, bool]]] = {}
+        fails: dict[int, list[float]] = {}
         specs = {}
         for c in caps:
             spec = c["spec"]
@@ -85,6 +103,7 @@ def summarize(results) -> dict[bool, HeadDimCurve]:
                 continue
             k = int(spec["head_dim"])
             rows.setdefault(k, []).append((int(c["capacity"]), c["upper"] is None))
+            fails.setdefault(k, []).append(np.inf if c["upper"] is None else float(c["upper"]))
             specs[k] = spec
         if not rows:
             continue
@@ -97,9 +116,14 @@ def summarize(results) -> dict[bool, HeadDimCurve]:
         first = specs[int(k[0])]
         H, d = int(first["heads"]), int(first["dim"])
         params = np.array([synthesis.engine_param_count(AoTSpec(**_fields(specs[int(x)]))) for x in k])
-        out[shared] = HeadDimCurve(shared, k, cap, np.array([any(c for _, c in rows[x]) for x in k]),
-                                   linear_fit(np.log(k), np.log(cap)), poly_fit(k, cap, 2), linear_fit(k, cap),
-                                   params, np.array([H * int(x) + d for x in k]))
+        censored = np.array([any(c for _, c in rows[x]) for x in k])
+        fitted = ~censored if (~censored).sum() >= MIN_FIT else np.ones_like(censored)
+        fk, fc = k[fitted], cap[fitted]
+        out[shared] = HeadDimCurve(shared, k, cap, censored,
+                                   linear_fit(np.log(fk), np.log(fc)), poly_fit(fk, fc, 2), linear_fit(fk, fc),
+                                   params, np.array([H * int(x) + d for x in k]),
+                                   np.array([min(v for v, _ in rows[x]) for x in k], dtype=float),
+                                   np.array([max(fails[x]) for x in k]), fitted)
     if not out:
         raise ValueError("capacities hold no AoT capacity search")
     return out

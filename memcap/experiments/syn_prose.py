@@ -9,13 +9,14 @@ checks each case.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import numbers
+from typing import Mapping, Sequence
 
 __all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
-           "ratio_phrase", "gains_clause", "assumption1_reading", "head_dim_verdict", "majority_saturated_clause",
-           "comparable_clause", "saturation_reading", "robust_clause", "closer_clause", "short_points_clause",
-           "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause", "cost_clause",
-           "quadratic_verdict", "bracket_clause", "curvature_clause"]
+           "ratio_phrase", "per_size_clause", "gains_clause", "assumption1_reading", "head_dim_verdict",
+           "majority_saturated_clause", "comparable_clause", "saturation_reading", "robust_clause", "closer_clause",
+           "short_points_clause", "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause",
+           "cost_clause", "quadratic_verdict", "bracket_clause", "curvature_clause"]
 
 QUADRATIC = 1.7
 """A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and
@@ -186,6 +187,24 @@ def ratio_phrase(ratio: float, *, more: str, less: str, same: str, band: tuple[f
     return more if ratio > high else less if ratio < low else same
 
 
+def per_size_clause(ratios: Mapping[int, float], *, more: str, less: str, same: str,
+                    band: tuple[float, float] = (0.8, 1.25)) -> str:
+    """:func:`ratio_phrase` for a capacity ratio measured at one or more sizes (``ratios``: number of heads
+    H -> ratio), with the ratios and their sizes: the phrase once when every size reads the same (``'...
+    (ratios 1.50 at $H = 4$ and 1.40 at $H = 16$)'``), else each size's phrase, joined by 'but'."""
+    if not isinstance(ratios, Mapping) or not ratios:
+        raise ValueError(f"ratios must map at least one number of heads to a ratio, got {ratios!r}")
+    for H in ratios:
+        if isinstance(H, bool) or not isinstance(H, numbers.Integral) or H < 1:
+            raise ValueError(f"ratios must be keyed by numbers of heads >= 1, got {H!r}")
+    sizes = sorted(ratios)
+    phrases = {H: ratio_phrase(ratios[H], more=more, less=less, same=same, band=band) for H in sizes}
+    if len(set(phrases.values())) == 1:
+        listed = _join([f"{float(ratios[H]):.2f} at $H = {H}$" for H in sizes])
+        return f"{phrases[sizes[0]]} (ratio{'s' if len(sizes) > 1 else ''} {listed})"
+    return " but ".join(f"{phrases[H]} at $H = {H}$ (ratio {float(ratios[H]):.2f})" for H in sizes)
+
+
 def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
     """How trained models compare with their theorems' counts: ``gains`` (M,) capacity / count per model,
     ``names`` (M,) e.g. ``['the attention layer', 'the AoT']``. 'More' means a ratio above 1; a ratio of
@@ -330,12 +349,23 @@ def saturation_reading(saturated: float, with_unsaturated: float) -> str:
     return "shows neither feature of Mahdavi et al.'s picture"
 
 
-def robust_clause(with_unsaturated: Sequence[float]) -> str:
-    """Whether almost every example keeps an unsaturated head in every trained model (shares in [0, 1])."""
+def robust_clause(with_unsaturated: Sequence[float], saturated: Sequence[float]) -> str:
+    """Which features of Mahdavi et al.'s picture hold in every trained model: almost every example keeps an
+    unsaturated head (``with_unsaturated`` > 0.9) and most head-example pairs are saturated (``saturated`` >
+    0.5), one share per model, in [0, 1], the thresholds of :func:`saturation_reading`."""
     shares = [_share("with_unsaturated", v) for v in _reals("with_unsaturated", with_unsaturated)]
+    sat = [_share("saturated", v) for v in _reals("saturated", saturated)]
+    if len(sat) != len(shares):
+        raise ValueError(f"saturated must hold one share per model ({len(shares)}), got {len(sat)}")
+    both = len(shares) == 2
+    if min(shares) > 0.9 and min(sat) > 0.5:
+        return ("In both architectures both features of Mahdavi et al.'s picture hold: most pairs are "
+                "saturated, and almost no example is served by saturated heads only") if both else (
+                "Both features of Mahdavi et al.'s picture hold: most pairs are saturated, and almost no "
+                "example is served by saturated heads only")
     if min(shares) > 0.9:
         return ("In both architectures the one robust feature of Mahdavi et al.'s picture is the last: almost "
-                "no example is served by saturated heads only") if len(shares) == 2 else (
+                "no example is served by saturated heads only") if both else (
                 "Almost no example is served by saturated heads only")
     return ("Not even the last feature of Mahdavi et al.'s picture holds in every model: some examples are "
             "served by saturated heads only")
@@ -379,15 +409,35 @@ def growth_word(alpha: float) -> str:
     return "slower than linear"
 
 
-def shape_clause(alpha: float, capacities: Sequence[float], head_dims: Sequence[int]) -> str:
+def shape_clause(alpha: float, capacities: Sequence[float], head_dims: Sequence[int],
+                 lows: Sequence[float] | None = None, uppers: Sequence[float] | None = None) -> str:
     """:func:`growth_word` for a capacity curve that only grows with d_h; for one that falls somewhere, where it
-    first falls instead (an exponent fitted to a curve that rises and falls describes neither)."""
+    first falls instead (an exponent fitted to a curve that rises and falls describes neither). Given the
+    search's brackets (``lows``: smallest capacity over seeds, ``uppers``: largest failed size over seeds, inf
+    where censored), a fall counts only where they are disjoint (every seed memorized, at the first d_h, a
+    size every seed failed at the next); a smaller mean within the brackets is named as a dip the search
+    cannot resolve."""
     caps, dims = _reals("capacities", capacities), [int(v) for v in head_dims]
     if len(caps) != len(dims) or len(caps) < 2:
         raise ValueError(f"capacities and head_dims must have the same length >= 2, got {len(caps)} and {len(dims)}")
-    for a, b, x, y in zip(dims, dims[1:], caps, caps[1:]):
+    if (lows is None) != (uppers is None):
+        raise ValueError("lows and uppers must be given together (or neither)")
+    if lows is not None:
+        lo, up = [float(v) for v in lows], [float(v) for v in uppers]
+        if len(lo) != len(caps) or len(up) != len(caps):
+            raise ValueError(f"lows and uppers must hold one value per capacity ({len(caps)})")
+        if any(not (math.isfinite(a) and a <= c) for a, c in zip(lo, caps)) or any(
+                math.isnan(u) or u <= c for u, c in zip(up, caps)):
+            raise ValueError("each capacity must lie in its bracket: lows <= capacities < uppers")
+    dips = []
+    for i, (a, b, x, y) in enumerate(zip(dims, dims[1:], caps, caps[1:])):
         if y < x:
-            return f"not monotone: it falls from $d_h = {a}$ to {b}, so no exponent describes it well"
+            if lows is None or up[i + 1] <= lo[i]:
+                return f"not monotone: it falls from $d_h = {a}$ to {b}, so no exponent describes it well"
+            dips.append(f"$d_h = {a}$ to {b}")
+    if dips:
+        return (f"{growth_word(alpha)}; its mean dips from {_join(dips)}, within the search's resolution "
+                "(the seeds' brackets overlap)")
     return growth_word(alpha)
 
 
@@ -402,34 +452,67 @@ def start_clause(shared_first: float, separate_first: float) -> str:
     return "At $d_h = 1$ the shared compression starts higher, against expectation"
 
 
+def _dofs(dofs: Sequence[int] | None, count: int) -> list[int | None]:
+    """``dofs`` (residual degrees of freedom of each fit, :attr:`memcap.fits.PolyFit.dof`) checked, one per
+    estimate; None: unknown for every one (the normal rule, :data:`memcap.fits.SIGNIFICANT_SE`)."""
+    if dofs is None:
+        return [None] * count
+    if isinstance(dofs, (str, bytes)) or not hasattr(dofs, "__len__") or len(dofs) != count:
+        raise ValueError(f"dofs must hold one number of degrees of freedom per estimate ({count}), got {dofs!r}")
+    out = []
+    for i, k in enumerate(dofs):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"dofs[{i}] must be an integer >= 0 (residual degrees of freedom), got {k!r}")
+        out.append(int(k))
+    return out
+
+
+def _margin_text(dofs: Sequence[int | None]) -> str:
+    """How many standard errors tell estimates apart, in words, for fits with these ``dofs``
+    (:func:`memcap.fits.margin`): '2 standard errors', or the Student-t margin and its degrees of freedom."""
+    from memcap.fits import LEVEL, margin
+
+    known = sorted({k for k in dofs if k})
+    if not known:
+        return f"{margin(None):g} standard errors"
+    level = f"{100 * LEVEL:g} %"
+    if len(known) == 1:
+        k = known[0]
+        return (f"{margin(k):.3g} standard errors (Student's $t$ at {level} for {k} residual degree"
+                f"{'' if k == 1 else 's'} of freedom)")
+    return (f"{margin(known[-1]):.3g} to {margin(known[0]):.3g} standard errors (Student's $t$ at {level} for "
+            f"{known[0]} to {known[-1]} residual degrees of freedom)")
+
+
 def _pm(value: float, se: float) -> str:
     """``'0.71 ± 0.59'`` (no-break spaces: the pair never splits across lines); ``'0.71'`` for a NaN error."""
     return f"{value:.2f}" if math.isnan(se) else f"{value:.2f}\u00a0±\u00a0{se:.2f}"
 
 
 def steeper_clause(shared_slope: float, separate_slope: float, shared_se: float | None = None,
-                   separate_se: float | None = None) -> str:
+                   separate_se: float | None = None, dof: int | None = None) -> str:
     """Whether the shared compression's fitted exponent exceeds that of the AoT of Eq. (2). Given the two
     exponents' standard errors (``shared_se``, ``separate_se``; NaN: unknown), exponents that
-    :func:`memcap.fits.clearly_apart` cannot tell apart are said to be ranked by neither fit."""
-    from memcap.fits import SIGNIFICANT_SE, clearly_apart
+    :func:`memcap.fits.clearly_apart` cannot tell apart are said to be ranked by neither fit; ``dof``: the
+    smaller of the two fits' residual degrees of freedom (None: the normal rule)."""
+    from memcap.fits import clearly_apart
 
     a, b = float(shared_slope), float(separate_slope)
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"the slopes must be finite, got {a} and {b}")
     if (shared_se is None) != (separate_se is None):
         raise ValueError("shared_se and separate_se must be given together (or neither)")
-    if shared_se is not None and not clearly_apart(a, shared_se, b, separate_se):
+    (dof,) = _dofs(None if dof is None else [dof], 1)
+    if shared_se is not None and not clearly_apart(a, shared_se, b, separate_se, dof=dof):
         if math.isnan(shared_se) or math.isnan(separate_se):
             return (f"and the two fitted powers of $d_h$ ({a:.2f} with a shared compression, {b:.2f} for Eq. (2)) "
                     "are not ranked here: a fit through no more points than it has parameters has no "
                     "standard error")
         return (f"and the two fitted powers of $d_h$ ({_pm(a, shared_se)} with a shared "
                 f"compression, {_pm(b, separate_se)} for Eq. (2)) differ by less than "
-                f"{SIGNIFICANT_SE:g} standard errors of their difference: these fits do not rank them")
+                f"{_margin_text([dof])} of their difference: these fits do not rank them")
     if a > b:
-        return ("and its fitted power of $d_h$ is the larger, which a curve that starts low gets even where it "
-                "does not gain more at every step")
+        return "and its fitted power of $d_h$ is the larger"
     return "and its fitted power of $d_h$ is not the larger"
 
 
@@ -447,12 +530,14 @@ def cost_clause(steps: Sequence[Sequence[float]]) -> str:
     return "the parameters per memorized example rise with $d_h$ at some steps and fall at others"
 
 
-def curvature_clause(coefs: Sequence[float], stderrs: Sequence[float], names: Sequence[str]) -> str:
+def curvature_clause(coefs: Sequence[float], stderrs: Sequence[float], names: Sequence[str],
+                     dofs: Sequence[int] | None = None) -> str:
     """The sign of each least-squares quadratic's d_h^2 coefficient (``coefs``, one per architecture named
     in ``names``; ``stderrs`` their standard errors, NaN where the fit has no point to spare). An offset
     cannot change this sign: a law C H d_h^2 + C' has it positive, linear growth zero, flattening growth
-    negative. A sign within :data:`memcap.fits.SIGNIFICANT_SE` standard errors of 0 is not read."""
-    from memcap.fits import SIGNIFICANT_SE, clearly_apart
+    negative. A sign within :func:`memcap.fits.margin` standard errors of 0 (``dofs``: each fit's residual
+    degrees of freedom; None: the normal rule), or with no standard error, is not read."""
+    from memcap.fits import clearly_apart
 
     try:
         values = [float(v) for v in coefs]
@@ -462,33 +547,38 @@ def curvature_clause(coefs: Sequence[float], stderrs: Sequence[float], names: Se
         raise ValueError(f"coefs must be finite numbers, at least one, got {coefs!r}")
     if isinstance(names, str) or len(names) != len(values) or len(stderrs) != len(values):
         raise ValueError(f"names and stderrs must hold one entry per coefficient ({len(values)})")
+    dof_list = _dofs(dofs, len(values))
     parts = []
-    for i, (c, se, name) in enumerate(zip(values, stderrs, names)):
+    for i, (c, se, name, dof) in enumerate(zip(values, stderrs, names, dof_list)):
         try:
-            apart = clearly_apart(c, se, 0.0)
+            apart = clearly_apart(c, se, 0.0, dof=dof)
         except (TypeError, ValueError) as e:
             raise type(e)(str(e).replace("se_a", f"stderrs[{i}]", 1)) from None
         shape = ("convex, as a $d_h^2$ term would make it" if c > 0 else "concave: the growth flattens" if c < 0
                  else "zero: no curvature")
         if math.isnan(float(se)):
-            parts.append(f"{c:.2g} for the {name} ({shape}; no standard error, the fit has no point to spare)")
+            parts.append(f"{c:.2g} for the {name} (no standard error, the fit has no point to spare: its sign "
+                         "is not read)")
         elif apart:
             parts.append(f"{_pm(c, float(se))} for the {name} ({shape})")
         else:
-            parts.append(f"{_pm(c, float(se))} for the {name} (within {SIGNIFICANT_SE:g} standard errors of 0: "
+            parts.append(f"{_pm(c, float(se))} for the {name} (within {_margin_text([dof])} of 0: "
                          f"no curvature this fit can see)")
     return "the least-squares quadratic's $d_h^2$ coefficient is " + _join(parts)
 
 
-def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None = None) -> str:
+def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None = None,
+                      dofs: Sequence[int] | None = None) -> str:
     """Whether any architecture's capacity grows about quadratically in d_h (exponent >= :data:`QUADRATIC`).
 
     Given the exponents' standard errors ``stderrs`` (one per slope; NaN: unknown), the verdict also weighs
     them (:func:`memcap.fits.clearly_apart`, :data:`memcap.fits.SIGNIFICANT_SE` standard errors): "neither
     grows quadratically" needs every exponent clearly below 2, and an exponent that reaches
-    :data:`QUADRATIC` while not clearly above 1 (linear growth) is said not to settle it.
+    :data:`QUADRATIC` while not clearly above 1 (linear growth) is said not to settle it. ``dofs``: each
+    fit's residual degrees of freedom, for Student's t margin (:func:`memcap.fits.margin`; None: the
+    normal rule); a fit through 3 points has 1, where the margin is 12.7 standard errors.
     """
-    from memcap.fits import SIGNIFICANT_SE, clearly_apart
+    from memcap.fits import clearly_apart
 
     values = [float(v) for v in slopes]
     if not values or not all(math.isfinite(v) for v in values):
@@ -505,25 +595,32 @@ def quadratic_verdict(slopes: Sequence[float], stderrs: Sequence[float] | None =
         except (TypeError, ValueError) as e:
             raise type(e)(str(e).replace("se_a", f"stderrs[{i}]", 1)) from None
     errors = [float(se) for se in stderrs]
+    dof_list = _dofs(dofs, len(values))
 
-    margin = f"{SIGNIFICANT_SE:g} standard errors"
+    def margin(idx):
+        return _margin_text([dof_list[i] for i in idx])
+
     reach = sorted((i for i, a in enumerate(values) if a >= QUADRATIC), key=lambda i: -values[i])
-    settled = [i for i in reach if clearly_apart(values[i], errors[i], 1.0)]
+    settled = [i for i in reach if clearly_apart(values[i], errors[i], 1.0, dof=dof_list[i])]
     if settled:
         return (f"At least one architecture's capacity grows about like $d_h^2$ "
                 f"($\\alpha =$ {_pm(values[settled[0]], errors[settled[0]])})")
     if reach:
         a, se = values[reach[0]], errors[reach[0]]
         why = ("it has no standard error" if math.isnan(se)
-               else f"it lies within {margin} of linear growth's $\\alpha = 1$")
+               else f"it lies within {margin([reach[0]])} of linear growth's $\\alpha = 1$")
         return (f"A fitted exponent reaches the {QUADRATIC:g} read here as about quadratic "
                 f"($\\alpha =$ {_pm(a, se)}), but {why}: these fits do not tell quadratic growth from linear")
-    close = [i for i, (a, se) in enumerate(zip(values, errors)) if not clearly_apart(a, se, 2.0)]
+    close = [i for i, (a, se) in enumerate(zip(values, errors)) if not clearly_apart(a, se, 2.0, dof=dof_list[i])]
     if not close:
         return (f"Neither architecture's capacity grows like a power $d_h^2$ at this size: each fitted "
-                f"exponent lies more than {margin} below the quadratic's $\\alpha = 2$")
-    shown = "; ".join(_pm(values[i], errors[i]) + (": no standard error, the fit has no point to spare"
-                                                  if math.isnan(errors[i])
-                                                  else f": within {margin} of $\\alpha = 2$") for i in close)
+                f"exponent lies more than {margin(range(len(values)))} below the quadratic's $\\alpha = 2$")
+    near = [i for i in close if not math.isnan(errors[i])]
+    parts = [f"{_pm(values[i], errors[i])}: no standard error, the fit has no point to spare"
+             for i in close if math.isnan(errors[i])]
+    if near:
+        parts.insert(0, f"{_join([_pm(values[i], errors[i]) for i in near])}: {'each ' if len(near) > 1 else ''}"
+                        f"within {margin(near)} of $\\alpha = 2$")
+    shown = "; ".join(parts)
     return (f"No fitted exponent reaches the {QUADRATIC:g} read here as about quadratic, but these fits cannot "
             f"rule growth like $d_h^2$ out ($\\alpha =$ {shown})")
