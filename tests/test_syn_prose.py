@@ -201,6 +201,20 @@ def test_per_size_clause_reads_every_size_and_says_when_they_disagree():
     # the review's case: the two sizes disagree, and the sentence says so rather than reading one of them
     assert sp.per_size_clause({4: 1.5, 16: 0.67}, **words) == (
         "wider memorize more at $H = 4$ (ratio 1.50) but more heads memorize more at $H = 16$ (ratio 0.67)")
+    # a censored capacity makes the ratio a bound: read only where the bound decides
+    assert sp.ratio_kind(True, False) == "at least" and sp.ratio_kind(False, True) == "at most"
+    assert sp.ratio_kind(False, False) == "exact" and sp.ratio_kind(True, True) == "unknown"
+    assert sp.per_size_clause({4: 1.5}, kinds={4: "at least"}, **words) == (
+        "wider memorize more (ratio at least 1.50 at $H = 4$)")
+    # the review's case: both shapes at the largest table, a ratio of 1.0 read as "about as much"
+    assert sp.per_size_clause({4: 1.0}, kinds={4: "unknown"}, **words).startswith("no reading: the search")
+    assert sp.per_size_clause({4: 1.0}, kinds={4: "at least"}, **words).startswith("no reading")
+    assert sp.per_size_clause({4: 0.5}, kinds={4: "at most"}, **words) == (
+        "more heads memorize more (ratio at most 0.50 at $H = 4$)")
+    with pytest.raises(ValueError, match="kinds must give one of"):
+        sp.per_size_clause({4: 1.0}, kinds={16: "exact"}, **words)
+    with pytest.raises(ValueError, match="kinds must give one of"):
+        sp.per_size_clause({4: 1.0}, kinds={4: "roughly"}, **words)
     for bad in ({}, [1.5], {0: 1.5}, {True: 1.5}, {2.0: 1.5}):
         with pytest.raises(ValueError, match="ratios must"):
             sp.per_size_clause(bad, **words)

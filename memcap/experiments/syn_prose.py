@@ -13,10 +13,11 @@ import numbers
 from typing import Mapping, Sequence
 
 __all__ = ["count_noun", "number", "exceeds_clause", "proof_gap_clause", "exact_reading", "beyond_clause",
-           "ratio_phrase", "per_size_clause", "gains_clause", "assumption1_reading", "head_dim_verdict",
-           "majority_saturated_clause", "comparable_clause", "saturation_reading", "robust_clause", "closer_clause",
-           "short_points_clause", "growth_word", "shape_clause", "QUADRATIC", "start_clause", "steeper_clause",
-           "cost_clause", "quadratic_verdict", "bracket_clause", "curvature_clause"]
+           "ratio_phrase", "RATIO_KINDS", "ratio_kind", "per_size_clause", "gains_clause", "assumption1_reading",
+           "head_dim_verdict", "majority_saturated_clause", "comparable_clause", "saturation_reading",
+           "robust_clause", "closer_clause", "short_points_clause", "growth_word", "shape_clause", "QUADRATIC",
+           "start_clause", "steeper_clause", "cost_clause", "quadratic_verdict", "bracket_clause",
+           "curvature_clause"]
 
 QUADRATIC = 1.7
 """A fitted exponent at least this large reads as 'about quadratic' (1.3 to 1.7: between linear and
@@ -187,22 +188,46 @@ def ratio_phrase(ratio: float, *, more: str, less: str, same: str, band: tuple[f
     return more if ratio > high else less if ratio < low else same
 
 
+RATIO_KINDS = ("exact", "at least", "at most", "unknown")
+"""What a capacity ratio a/b is when a search reached its largest table (a censored capacity is a lower
+bound): exact; at least (a censored); at most (b censored); unknown (both)."""
+
+
+def ratio_kind(numerator_censored: bool, denominator_censored: bool) -> str:
+    """The :data:`RATIO_KINDS` entry of a ratio of two capacities, given which of them are censored."""
+    return RATIO_KINDS[int(bool(numerator_censored)) + 2 * int(bool(denominator_censored))]
+
+
 def per_size_clause(ratios: Mapping[int, float], *, more: str, less: str, same: str,
-                    band: tuple[float, float] = (0.8, 1.25)) -> str:
+                    band: tuple[float, float] = (0.8, 1.25), kinds: Mapping[int, str] | None = None) -> str:
     """:func:`ratio_phrase` for a capacity ratio measured at one or more sizes (``ratios``: number of heads
     H -> ratio), with the ratios and their sizes: the phrase once when every size reads the same (``'...
-    (ratios 1.50 at $H = 4$ and 1.40 at $H = 16$)'``), else each size's phrase, joined by 'but'."""
+    (ratios 1.50 at $H = 4$ and 1.40 at $H = 16$)'``), else each size's phrase, joined by 'but'.
+    ``kinds`` (H -> a :data:`RATIO_KINDS` entry, :func:`ratio_kind`; default exact): a bound is read only
+    where it decides (a ratio of at least 1.5 still says ``more``); otherwise the size reads "no reading"."""
     if not isinstance(ratios, Mapping) or not ratios:
         raise ValueError(f"ratios must map at least one number of heads to a ratio, got {ratios!r}")
     for H in ratios:
         if isinstance(H, bool) or not isinstance(H, numbers.Integral) or H < 1:
             raise ValueError(f"ratios must be keyed by numbers of heads >= 1, got {H!r}")
+    kinds = {H: "exact" for H in ratios} if kinds is None else dict(kinds)
+    if set(kinds) != set(ratios) or not set(kinds.values()) <= set(RATIO_KINDS):
+        raise ValueError(f"kinds must give one of {RATIO_KINDS} for every size of ratios, got {kinds!r}")
     sizes = sorted(ratios)
-    phrases = {H: ratio_phrase(ratios[H], more=more, less=less, same=same, band=band) for H in sizes}
+    phrases = {}
+    for H in sizes:
+        phrase = ratio_phrase(ratios[H], more=more, less=less, same=same, band=band)
+        decided = {"exact": (more, less, same), "at least": (more,), "at most": (less,), "unknown": ()}
+        phrases[H] = phrase if phrase in decided[kinds[H]] else (
+            "no reading: the search reached its largest table, so the ratio is only a bound")
+
+    def shown(H):
+        bound = {"exact": "", "at least": "at least ", "at most": "at most ", "unknown": "unknown, "}[kinds[H]]
+        return f"{bound}{float(ratios[H]):.2f}"
     if len(set(phrases.values())) == 1:
-        listed = _join([f"{float(ratios[H]):.2f} at $H = {H}$" for H in sizes])
+        listed = _join([f"{shown(H)} at $H = {H}$" for H in sizes])
         return f"{phrases[sizes[0]]} (ratio{'s' if len(sizes) > 1 else ''} {listed})"
-    return " but ".join(f"{phrases[H]} at $H = {H}$ (ratio {float(ratios[H]):.2f})" for H in sizes)
+    return " but ".join(f"{phrases[H]} at $H = {H}$ (ratio {shown(H)})" for H in sizes)
 
 
 def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
