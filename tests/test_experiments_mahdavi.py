@@ -183,6 +183,52 @@ def test_fig2a_verdict_linear_partly_and_not():
     assert mahdavi_fig2a.verdict(mahdavi_fig2a.summarize(falls)).status == "no"
 
 
+def test_fig2a_verdict_counts_falls_within_the_noise_as_rises():
+    """A 5e-4 dip among saturated points is noise (the verdict said 'partly' on it); a fall of 0.05 is not,
+    and ``criteria`` tells which check fails, for the chapter's reading."""
+    heads = [1, 5, 10, 20, 30, 40, 50, 60]
+    dip = [0.05, 0.20, 0.39, 0.78, 1.0, 1.0, 0.9995, 1.0]
+    s = mahdavi_fig2a.summarize(_records("heads", heads, [10_000], lambda v, T, _: dip[heads.index(v)]))
+    v = mahdavi_fig2a.verdict(s)
+    assert v.status == "yes" and "up to falls within the 0.02 we count as training noise" in v.text
+    assert mahdavi_fig2a.criteria(s)["rises"].all() and not mahdavi_fig2a.criteria(s)["strict"].all()
+    fall = [0.05, 0.20, 0.39, 0.78, 1.0, 1.0, 0.95, 1.0]
+    s = mahdavi_fig2a.summarize(_records("heads", heads, [10_000], lambda v, T, _: fall[heads.index(v)]))
+    checks = mahdavi_fig2a.criteria(s)
+    assert not checks["rises"].all() and checks["linear"].all()
+    v = mahdavi_fig2a.verdict(s)
+    assert v.status == "partly" and "accuracy falls by more than 0.02 where a head is added" in v.text
+    with pytest.raises(ValueError, match="noise"):
+        mahdavi_fig2a.criteria(s, noise=float("nan"))
+
+
+def test_fig2a_reading_names_the_check_that_fails():
+    """The chapter's reading of the recorded run blamed the first saturated point whenever the verdict was not
+    'yes' and the points below saturation lie on a line, even when a fall, not R², failed the verdict."""
+    heads = [1, 5, 10, 20, 30, 40, 50, 60]
+
+    def summary(acc):
+        return mahdavi_fig2a.summarize(_records("heads", heads, [10_000], lambda v, T, _: acc[heads.index(v)]))
+    build = summary([0.03 + 0.01 * h for h in heads])                                         # 'yes'
+    fall = summary([0.05, 0.20, 0.39, 0.78, 1.0, 1.0, 0.95, 1.0])                             # R² passes
+    text = mahdavi_fig2a.reading(build, fall)
+    assert "it is the fall where a head is added" in text and "first saturated point" not in text
+    kink = summary([0.026, 0.149, 0.469, 0.981, 1.0, 1.0, 1.0, 1.0])                          # the recorded run
+    text = mahdavi_fig2a.reading(build, kink)
+    assert text.startswith("The line ends at the first point at 99 % or above ($H = 30$)")
+    assert "what pulls $R^2$ under its criterion is the first saturated point" in text
+    bent = summary([0.01, 0.02, 0.05, 0.2, 0.5, 0.9, 1.0, 1.0])
+    assert "line falls short of the paper's criterion, while this build's meets it" in mahdavi_fig2a.reading(
+        build, bent)
+    assert "criterion too, so the quick profile's" in mahdavi_fig2a.reading(bent, bent)
+    assert "criterion in this build's results too;" in mahdavi_fig2a.reading(bent, bent, profile="paper")
+    assert mahdavi_fig2a.reading(build, build) == "Both runs agree with the paper."
+    assert mahdavi_fig2a.reading(fall, build).startswith("At the paper's size and training the curve rises")
+    assert "not a matter of size" in mahdavi_fig2a.reading(fall, build, profile="paper")
+    with pytest.raises(ValueError, match="profile"):
+        mahdavi_fig2a.reading(fall, build, profile="huge")
+
+
 def test_fig2a_r2_below_ceiling_leaves_out_the_first_saturated_point():
     """A straight rise that saturates between two grid points: the verdict's line keeps the first saturated
     point and bends away (R^2 0.91, 'partly'); the points below 99 % alone lie on a line (R^2 0.99)."""
@@ -200,11 +246,31 @@ def test_fig2a_r2_below_ceiling_leaves_out_the_first_saturated_point():
 def test_fig2b_verdict_tolerates_small_falls_only():
     def summary(values):
         return mahdavi_fig2b.summarize(_records("context_size", [1, 2, 4, 8], [200], lambda v, T, s: values[v]))
-    assert mahdavi_fig2b.verdict(summary({1: .1, 2: .4, 4: .6, 8: .9})).text.startswith("accuracy never falls")
+    assert mahdavi_fig2b.verdict(summary({1: .1, 2: .4, 4: .6, 8: .9})).text == (
+        "accuracy grows with $n$ ($T = 200$) and never falls as $n$ grows")
     v = mahdavi_fig2b.verdict(summary({1: .1, 2: .4, 4: .39, 8: .9}))
     assert v.status == "yes" and "within the 0.02" in v.text
     v = mahdavi_fig2b.verdict(summary({1: .1, 2: .6, 4: .4, 8: .9}))
     assert v.status == "partly" and "beyond the 0.02" in v.text
+
+
+def test_fig2b_verdict_asks_for_growth_beyond_the_noise_and_sums_the_falls():
+    """A flat curve does not grow, however it ends; falls of 0.019 in a row add up to a fall beyond the noise."""
+    n = [1, 5, 10, 20, 30, 40, 50, 60]
+    flat = {6000: [0.30, 0.31, 0.295, 0.31, 0.30, 0.305, 0.295, 0.3001],
+            10000: [0.20, 0.19, 0.20, 0.185, 0.20, 0.19, 0.20, 0.2001]}
+    s = mahdavi_fig2b.summarize(_records("context_size", n, [6000, 10000], lambda v, T, _: flat[T][n.index(v)]))
+    v = mahdavi_fig2b.verdict(s)
+    assert v.status == "no" and v.text.startswith("accuracy gains no more than 0.06")
+    down = [0.40 - 0.019 * i for i in range(7)] + [0.41]
+    s = mahdavi_fig2b.summarize(_records("context_size", n, [6000], lambda v, T, _: down[n.index(v)]))
+    assert s["worst_drop"][0] == pytest.approx(0.114) and mahdavi_fig2b.verdict(s).status == "no"
+    up = [0.1, 0.3, 0.5, 0.7, 0.69, 0.68, 0.67, 0.8]      # grows, but falls 0.03 over three steps of 0.01
+    s = mahdavi_fig2b.summarize(_records("context_size", n, [6000], lambda v, T, _: up[n.index(v)]))
+    v = mahdavi_fig2b.verdict(s)
+    assert v.status == "partly" and "largest fall from one $n$ to a larger one is 0.030, beyond" in v.text
+    with pytest.raises(ValueError, match="noise"):
+        mahdavi_fig2b.verdict(s, noise=-0.1)
 
 
 def test_fig2c_verdict_compares_gains_below_and_above_n():
@@ -280,13 +346,37 @@ def test_fig4_flattening_and_verdict():
     # the control: shared-context curves that stay linear in n leave the verdict; one that flattens too
     shared = {"context_size": np.array([1, 2, 4, 8]), "accuracy": np.array([[0.1, 0.2, 0.4, 0.8],
                                                                             [0.1, 0.5, 0.8, 0.9]])}
-    ratios = mahdavi_fig4.control_flattening(shared)
+    ratios = mahdavi_fig4.control_flattening(shared, panels)
     assert ratios[0] == pytest.approx(1.0) and ratios[1] < 0.5
     assert mahdavi_fig4.verdict(panels, control=ratios[:1]).status == "yes"
     both = mahdavi_fig4.verdict(panels, control=ratios)
     assert both.status == "partly" and "does not single out fresh contexts" in both.text
     with pytest.raises(ValueError, match="control must hold"):
         mahdavi_fig4.verdict(panels, control=[])
+
+
+def test_fig4_flattening_stops_at_the_ceiling_and_the_control_spans_the_same_n():
+    """A curve linear in n until it memorizes everything does not flatten (it read 0.0 and the verdict
+    'yes'); the control is read over Fig. 4's n range only, not over Fig. 2(b)'s longer one."""
+    n = np.array([1, 5, 10, 20, 30, 40, 50, 60])
+    clipped = np.minimum(1.0, 0.05 + 0.045 * n)                   # linear up to n = 20, then 1
+    assert mahdavi_fig4.flattening(n, clipped) == pytest.approx(1.0)
+    assert np.isnan(mahdavi_fig4.flattening(n, np.minimum(1.0, 0.6 * n)))   # saturated at once: no reading
+    assert mahdavi_fig4.flattening(n, [0.1, 0.5, 0.8, 0.9, 0.95, 0.96, 0.97, 0.98]) < 0.5
+    panels = {("classification", "heads"): {"r2": np.array([0.99]), "examples": np.array([30_000])},
+              ("classification", "context_size"): {"r2": np.array([0.93]), "x": n, "value": clipped[None],
+                                                   "examples": np.array([20_000])}}
+    shared = {"context_size": n, "accuracy": (0.02 + 0.01 * n)[None]}
+    v = mahdavi_fig4.verdict(panels, control=mahdavi_fig4.control_flattening(shared, panels))
+    assert v.status == "partly" and "accuracy does not flatten in $n$" in v.text
+    # Fig. 2(b) on a longer grid: linear up to n = 8, flat after; on Fig. 4's n = 1..8 it does not flatten
+    quick = {("classification", "context_size"): {"x": np.array([1, 2, 4, 8])}}
+    longer = {"context_size": np.array([1, 2, 4, 8, 12]), "accuracy": np.array([[0.1, 0.2, 0.4, 0.8, 0.8]])}
+    assert mahdavi_fig4.flattening(longer["context_size"], longer["accuracy"][0]) < 0.5
+    assert mahdavi_fig4.control_flattening(longer, quick) == [pytest.approx(1.0)]
+    with pytest.raises(ValueError, match="at least 3 context sizes within"):
+        mahdavi_fig4.control_flattening({"context_size": np.array([1, 16, 32]), "accuracy": np.ones((1, 3))},
+                                        quick)
 
 
 def test_fig5_verdict_and_points_below_theory():
@@ -300,6 +390,37 @@ def test_fig5_verdict_and_points_below_theory():
     bumpy = {**good, "context_size": panel([0.09, 0.095, 0.002], [0.08] * 3)}
     v = mahdavi_fig5.verdict(bumpy)
     assert v.status == "partly" and "rises by up to $5.0 \\times 10^{-3}$" in v.text
+
+
+def test_fig5_verdict_tolerates_noise_and_says_how_the_error_changes():
+    """A rise of 1e-4 in the MSE is within the noise (the verdict said 'partly'); the 'shows' cell says how
+    much the error falls, to two significant digits, or that it rises (it read 'falls by a factor of 1
+    or more' for both)."""
+    def panel(mse):
+        return {"mse": np.array([mse]), "theory": np.array([mse]), "examples": np.array([200])}
+    wiggle = {"heads": panel([0.05, 0.01, 0.001, 0.0011]), "context_size": panel([0.09, 0.02, 0.002, 0.001])}
+    v = mahdavi_fig5.verdict(wiggle)
+    assert v.status == "yes" and v.text == (
+        "the training error falls in $H$ (up to rises of at most $10^{-4}$ between neighbouring values, within "
+        "the $1.7 \\times 10^{-3}$ we count as training noise) and falls at every step in $n$")
+    assert v.shows == "error falls by a factor of 45 or more across each grid"
+    slow = {"heads": panel([0.08, 0.07, 0.065, 0.057]), "context_size": panel([0.08, 0.07, 0.06, 0.05])}
+    assert mahdavi_fig5.verdict(slow).shows == "error falls by a factor of 1.4 or more across each grid"
+    rises = {"heads": panel([0.08, 0.04, 0.02, 0.01]), "context_size": panel([0.05, 0.06, 0.07, 0.08])}
+    v = mahdavi_fig5.verdict(rises)
+    assert v.status == "partly" and v.shows == "error rises by a factor of 1.6 across the grid in $n$"
+    assert "does not fall with $n$" in v.text
+    flat = {"heads": panel([0.05, 0.0499, 0.0498, 0.0497]), "context_size": panel([0.09, 0.02, 0.002, 0.001])}
+    v = mahdavi_fig5.verdict(flat)                                  # never rises, but falls by less than noise
+    assert v.status == "partly" and "falls by no more than the $1.7 \\times 10^{-3}$ of training noise" in v.text
+    assert [mahdavi_fig5.factor(r) for r in (37.4, 1.04, 0.625, 1.0, 1234.0)] == [
+        "falls by a factor of 37", "falls by a factor of 1.0", "rises by a factor of 1.6", "does not change",
+        "falls by a factor of 1,200"]
+    assert mahdavi_fig5.TOLERANCE == pytest.approx(0.02 / 12)
+    with pytest.raises(ValueError, match="ratio"):
+        mahdavi_fig5.factor(0.0)
+    with pytest.raises(ValueError, match="tolerance"):
+        mahdavi_fig5.verdict(wiggle, tolerance=-1.0)
 
 
 def test_training_labels_match_the_engine_at_n_equal_1():

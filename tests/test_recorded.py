@@ -105,10 +105,12 @@ RECORDS_OF_RECORDS = [n for n in experiments.EXPERIMENTS if n[:4] in ("dana", "m
 
 
 @pytest.mark.parametrize("name", RECORDS_OF_RECORDS)
-def test_a_record_of_the_whole_paper_profile_decides_the_same_verdict_as_the_sweep(tmp_path, name):
+def test_a_record_of_the_whole_paper_profile_decides_the_same_verdict_as_the_sweep(tmp_path, name, monkeypatch):
     """What a GPU session will do for every training figure: sweep the paper profile into a cache, write the
     record, ship it. Read back, the record is the sweep's results (records, jobs, provenance) and its finding
-    is the one the chapter would decide from the cache, through the same ``finding``."""
+    is the one the chapter would decide from the cache, through the same ``finding`` (mahdavi_fig4: with no
+    run of its control, Fig. 2(b), recorded or in the default cache, which is empty here)."""
+    monkeypatch.setenv("MEMCAP_CACHE", str(tmp_path / "empty"))
     module = experiments.get(name)
     paper = module.jobs("paper")
     assert all(job["kind"] == "train" for job in paper)
@@ -123,6 +125,36 @@ def test_a_record_of_the_whole_paper_profile_decides_the_same_verdict_as_the_swe
     found = recorded.findings([experiments.get(n) for n in experiments.EXPERIMENTS[:12]], tmp_path)
     assert list(found) == [module.LABEL]
     assert found[module.LABEL] == module.finding(swept)
+
+
+def test_the_recorded_fig4_is_judged_against_fig2b_at_the_paper_size(tmp_path, monkeypatch):
+    """The chapter judges Fig. 4 with Fig. 2(b)'s shared-context curves as a control; the recorded column does
+    the same with Fig. 2(b)'s record from the same folder, else its paper run in the results cache (it
+    skipped the control, and on these made-up results read 'partly' where the chapter's rule reads 'no')."""
+    from memcap.experiments import mahdavi_fig2b, mahdavi_fig4
+
+    monkeypatch.setenv("MEMCAP_CACHE", str(tmp_path / "empty"))
+    for name in ("mahdavi_fig4", "mahdavi_fig2b"):
+        cache, paper = made_up_cache(tmp_path / "cache", name, range(len(experiments.get(name).jobs("paper"))))
+        (tmp_path / name).mkdir()
+        recorded.save(recorded.from_cache(name, cache.root, machine="a test"), tmp_path / name)
+    (tmp_path / "mahdavi_fig2b" / "mahdavi_fig4_paper.json").write_bytes(
+        recorded.path("mahdavi_fig4", tmp_path / "mahdavi_fig4").read_bytes())
+    both = recorded.finding(mahdavi_fig4, tmp_path / "mahdavi_fig2b")                     # both recorded
+    assert both.status == "no" and "does not single out fresh contexts" in both.text
+    rec4 = recorded.results("mahdavi_fig4", tmp_path / "mahdavi_fig4")
+    panels = mahdavi_fig4.summarize(rec4.records, rec4.profile)
+    shared = mahdavi_fig2b.summarize(recorded.results("mahdavi_fig2b", tmp_path / "mahdavi_fig2b").records)
+    chapter = mahdavi_fig4.verdict(panels, control=mahdavi_fig4.control_flattening(shared, panels))
+    assert both == chapter
+    monkeypatch.setenv("MEMCAP_CACHE", str(cache.root))
+    assert recorded.finding(mahdavi_fig4, tmp_path / "mahdavi_fig4") == chapter           # Fig. 2(b) cached
+    monkeypatch.setenv("MEMCAP_CACHE", str(tmp_path / "empty"))
+    alone = recorded.finding(mahdavi_fig4, tmp_path / "mahdavi_fig4")                     # no control at hand
+    assert alone.status == "partly" and "no run of Fig. 2(b) at this size is at hand" in alone.text
+    assert "at hand" not in recorded.account(mahdavi_fig4, tmp_path / "mahdavi_fig2b")
+    with pytest.raises(ValueError, match="shared must be the results of mahdavi_fig2b"):
+        mahdavi_fig4.finding(rec4, rec4)
 
 
 def test_results_refuses_a_record_that_is_not_todays_grid(tmp_path):

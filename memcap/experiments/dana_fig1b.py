@@ -16,7 +16,7 @@ from memcap.experiments import recorded
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.dana_common import mean_accuracy, previous_accuracy, published_records, shared_value
 from memcap.experiments.verdicts import Verdict, grade
-from memcap.fits import SIGNIFICANT_SE, PolyFit, clearly_apart, linear_fit, poly_fit
+from memcap.fits import PolyFit, clearly_apart, linear_fit, margin, poly_fit
 from memcap.train import AoTSpec, TrainConfig
 
 NAME = "dana_fig1b"
@@ -26,10 +26,11 @@ TITLE = "AoT accuracy vs head dimension d_h"
 PAPER_DEGREE = 2
 """Dana et al., Figure 1(b): the least-squares polynomial in d_h that matches the accuracy is quadratic."""
 
-BEND_SE = SIGNIFICANT_SE
-"""A bend counts (upwards or downwards) when the d_h² coefficient is more than this many of its standard
-errors away from 0 (:attr:`HeadDimSummary.curvature_se`, :func:`memcap.fits.clearly_apart`); closer, the
-curve has no clear bend."""
+def bend_margin(s: "HeadDimSummary") -> float:
+    """How many standard errors (:attr:`HeadDimSummary.curvature_se`) the d_h² coefficient must lie from 0
+    for a bend to count: Student's t margin for the fit's residual degrees of freedom
+    (:func:`memcap.fits.margin`; NaN with none, where no bend is read)."""
+    return margin(s.curvature_dof) if s.curvature_dof > 0 else float("nan")
 
 PUBLISHED = {
     "model": {"vocab": 50, "seq_len": 2, "dim": 10, "heads": 20},
@@ -91,7 +92,9 @@ class HeadDimSummary:
     fit the quadratic); ``curvature_se``: the standard error of the d_h² coefficient of the quadratic
     fitted to every model's accuracy (each seed a point, so both the seeds' scatter and the curve's
     departure from a quadratic count; with one seed, only the latter; NaN with 3 points, which a
-    quadratic fits exactly); ``cor2`` = phi(H d_h + d) and ``previous`` = phi(H(d_h - 1) + 1) per d_h.
+    quadratic fits exactly); ``curvature_dof``: that fit's residual degrees of freedom (points - 3), for
+    Student's t margin (:func:`memcap.fits.margin`); ``cor2`` = phi(H d_h + d) and ``previous`` =
+    phi(H(d_h - 1) + 1) per d_h.
     """
 
     head_dim: np.ndarray
@@ -102,6 +105,7 @@ class HeadDimSummary:
     quadratic: PolyFit
     line: PolyFit
     curvature_se: float
+    curvature_dof: int
     heads: int
     dim: int
     vocab: int
@@ -121,12 +125,13 @@ def summarize(results, *, shared_compression: bool = False) -> HeadDimSummary:
     d_h, acc, spread = mean_accuracy(records, "head_dim")
     if d_h.size < 3:
         raise ValueError(f"records must cover at least 3 values of d_h for a quadratic, got {d_h.size}")
+    every = poly_fit([r["head_dim"] for r in records], [r["accuracy"] for r in records], 2)
     return HeadDimSummary(
         head_dim=d_h, accuracy=acc, spread=spread,
         cor2=np.array([bounds.cor2_accuracy(H, int(k), d, N, T0) for k in d_h]),
         previous=np.array([previous_accuracy(H, int(k), N, T0) for k in d_h]),
         quadratic=poly_fit(d_h, acc, 2), line=linear_fit(d_h, acc),
-        curvature_se=poly_fit([r["head_dim"] for r in records], [r["accuracy"] for r in records], 2).stderr[2],
+        curvature_se=every.stderr[2], curvature_dof=every.dof,
         heads=H, dim=d, vocab=N, T0=T0)
 
 
@@ -138,12 +143,12 @@ def published() -> HeadDimSummary:
 def bend(s: HeadDimSummary) -> str:
     """The curve's shape, from :func:`summarize`: 'flat' when the accuracy does not grow from the first
     d_h to the last; else 'upwards' or 'downwards' when the d_h² coefficient is more than
-    :data:`BEND_SE` standard errors above or below 0, and 'unclear' when it is not (or when its standard
+    :func:`bend_margin` standard errors above or below 0, and 'unclear' when it is not (or when its standard
     error is unknown: 3 points, which any quadratic fits exactly)."""
     c2, se = s.quadratic.coef[2], s.curvature_se
     if not s.accuracy[-1] > s.accuracy[0]:
         return "flat"
-    if clearly_apart(c2, se):
+    if clearly_apart(c2, se, dof=s.curvature_dof):
         return "upwards" if c2 > 0 else "downwards"
     return "unclear"
 
@@ -162,7 +167,7 @@ def verdict(s: HeadDimSummary) -> Verdict:
     """Quadratic (convex) growth in d_h, as Dana et al. find? From :func:`summarize`.
 
     Reproduced when the accuracy grows over the range and the least-squares quadratic bends upwards by
-    more than :data:`BEND_SE` standard errors of its d_h² coefficient (:func:`bend`); not reproduced
+    more than :func:`bend_margin` standard errors of its d_h² coefficient (:func:`bend`); not reproduced
     otherwise. Growth alone earns no partial credit: every count in the book grows with d_h (Corollary 2
     linearly), and the finding is the upward bend, from which the paper concludes that d = d_h is best
     per parameter; a curve that bends downwards says the opposite, and one whose coefficient is within

@@ -12,7 +12,7 @@ import numpy as np
 from memcap import bounds
 from memcap.experiments import recorded
 from memcap.experiments._grids import split_jobs
-from memcap.experiments.dana_common import HeadsSummary, published_records, summarize_heads
+from memcap.experiments.dana_common import SATURATION_CEILING, HeadsSummary, published_records, summarize_heads
 from memcap.experiments.verdicts import Verdict, grade
 from memcap.fits import PolyFit, linear_fit
 from memcap.train import AoTSpec, TrainConfig
@@ -26,6 +26,15 @@ PAPER_DEGREE = 3
 
 MODEL_DEGREES = (1, 2, 3)
 """Growth models of the slope fitted by least squares, a + b d^k for k in MODEL_DEGREES (Dana et al.: cubic)."""
+
+SLOPE_POINTS = 3
+"""A width's slope in H is read from at least this many mean accuracies below
+:data:`~memcap.experiments.dana_common.SATURATION_CEILING` (the points at the ceiling are censored and left
+out of the line); a width with fewer is left out of the growth models, so that no slope rests on one step."""
+
+POWER_POINTS = 3
+"""The power law c d^p is fitted (on logarithms) to the positive slopes only, and only when at least this many
+are positive: two points fit any power law exactly."""
 
 PUBLISHED = {
     "model": {"vocab": 50, "seq_len": 2},
@@ -88,7 +97,8 @@ class SlopeSummary:
     ``dims``, ``slope`` (accuracy per head), ``per_head`` (associations per head over d_h, Corollary 2
     grants 1): arrays (k,). ``cor2_slope``/``previous_slope``: the slopes of Corollary 2, (1 - 1/N) d_h/T0,
     and of H(d_h - 1) + 1, (1 - 1/N)(d_h - 1)/T0. ``models[k]``: line in d^k fitted to ``slope``.
-    ``sweeps``: the per-d :class:`HeadsSummary`.
+    ``sweeps``: the per-d :class:`HeadsSummary`. ``left_out``: the widths whose sweep has fewer than
+    :data:`SLOPE_POINTS` accuracies below the ceiling, not in ``dims`` (empty when every width counts).
     """
 
     dims: np.ndarray
@@ -98,6 +108,7 @@ class SlopeSummary:
     previous_slope: np.ndarray
     models: dict[int, PolyFit]
     sweeps: tuple[HeadsSummary, ...]
+    left_out: tuple[int, ...] = ()
 
     @property
     def best_degree(self) -> int:
@@ -105,12 +116,19 @@ class SlopeSummary:
         return max(self.models, key=lambda k: self.models[k].r2)
 
     @property
+    def non_positive(self) -> np.ndarray:
+        """The widths whose slope is not positive: no power law passes through them, so the exponent leaves
+        them out."""
+        return self.dims[self.slope <= 0]
+
+    @property
     def exponent(self) -> float:
-        """The exponent p of the power law slope ~ c d^p, least squares on log slope vs log d
-        (nan when some slope is not positive)."""
-        if np.any(self.slope <= 0):
+        """The exponent p of the power law slope ~ c d^p, least squares on log slope vs log d over the positive
+        slopes (nan when fewer than :data:`POWER_POINTS` are positive)."""
+        up = self.slope > 0
+        if up.sum() < POWER_POINTS:
             return float("nan")
-        return float(linear_fit(np.log(self.dims.astype(float)), np.log(self.slope)).slope)
+        return float(linear_fit(np.log(self.dims[up].astype(float)), np.log(self.slope[up])).slope)
 
 
 def summarize(results) -> SlopeSummary:
@@ -125,8 +143,14 @@ def summarize(results) -> SlopeSummary:
         by_dim.setdefault(int(r["dim"]), []).append(r)
     if len(by_dim) < 3:
         raise ValueError(f"records must cover at least 3 values of d = d_h, got {sorted(by_dim)}")
-    sweeps = tuple(summarize_heads(by_dim[d]) for d in sorted(by_dim))
-    dims = np.array(sorted(by_dim))
+    every = [summarize_heads(by_dim[d]) for d in sorted(by_dim)]
+    sweeps = tuple(s for s in every if s.unsaturated >= SLOPE_POINTS)
+    left_out = tuple(s.dim for s in every if s.unsaturated < SLOPE_POINTS)
+    if len(sweeps) < 3:
+        raise ValueError(f"records must have at least 3 widths d = d_h with {SLOPE_POINTS} or more mean accuracies "
+                         f"below the ceiling of {SATURATION_CEILING:g}, got {len(sweeps)} (left out: d = "
+                         f"{', '.join(map(str, left_out))})")
+    dims = np.array([s.dim for s in sweeps])
     slope = np.array([s.fit.slope for s in sweeps])
     # phi is affine in the count X, so a count growing by c per head moves the accuracy by (1 - 1/N) c / T0
     unit = np.array([bounds.accuracy_from_memorized(1, s.vocab, s.T0)
@@ -134,7 +158,8 @@ def summarize(results) -> SlopeSummary:
     return SlopeSummary(
         dims=dims, slope=slope, per_head=np.array([s.per_head for s in sweeps]),
         cor2_slope=unit * dims, previous_slope=unit * (dims - 1),
-        models={k: linear_fit(dims.astype(float) ** k, slope) for k in MODEL_DEGREES}, sweeps=sweeps)
+        models={k: linear_fit(dims.astype(float) ** k, slope) for k in MODEL_DEGREES}, sweeps=sweeps,
+        left_out=left_out)
 
 
 def published() -> SlopeSummary:
@@ -153,17 +178,27 @@ def verdict(s: SlopeSummary) -> Verdict:
 
     Reproduced when the cubic model a + b d³ fits the slopes best and the power law c d^p agrees, with
     p >= 2.5 (nearer the paper's 3 than 2: on a few widths a quadratic and a cubic can fit about equally
-    well); partly when the slope grows faster than linearly (p above 1.5) otherwise; not otherwise.
+    well); partly when the slope grows faster than linearly (p above 1.5) otherwise; not otherwise (also
+    when too few slopes are positive for a power law: the text says so).
     """
     cubic = s.best_degree == PAPER_DEGREE
-    near = bool(np.isfinite(s.exponent) and s.exponent >= PAPER_DEGREE - 0.5)
-    faster = bool(np.isfinite(s.exponent) and s.exponent > 1.5)
-    power = f"the power law $c\\,d^p$ has $p = {s.exponent:.2f}$" if np.isfinite(s.exponent) else ""
+    p = s.exponent
+    near = bool(np.isfinite(p) and p >= PAPER_DEGREE - 0.5)
+    faster = bool(np.isfinite(p) and p > 1.5)
+    skipped = ", ".join(str(int(d)) for d in s.non_positive)
+    if np.isfinite(p):
+        power = f"the power law $c\\,d^p$ has $p = {p:.2f}$" + (
+            f" (on the positive slopes: at $d = {skipped}$ the slope is not positive)" if skipped else "")
+        tail = f", and {power}" if near or not cubic else f", but {power}, nearer 2 than 3"
+    else:
+        tail = ((", but no power law $c\\,d^p$ can confirm it" if cubic else ", and no power law $c\\,d^p$ fits")
+                + f": the slope is not positive at $d = {skipped}$, leaving fewer than {POWER_POINTS} widths")
     text = (f"the best of the three models has degree {s.best_degree}"
-            + (", as in the paper" if cubic else f", not the paper's {PAPER_DEGREE}")
-            + (f", and {power}" if power and (near or not cubic) else
-               f", but {power}, nearer 2 than 3" if power else ""))
-    shows = f"best degree {s.best_degree}, exponent $p = {s.exponent:.2f}$"
+            + (", as in the paper" if cubic else f", not the paper's {PAPER_DEGREE}") + tail)
+    if s.left_out:
+        text += (f" (widths $d = {', '.join(map(str, s.left_out))}$ left out: fewer than {SLOPE_POINTS} "
+                 "accuracies below the ceiling)")
+    shows = f"best degree {s.best_degree}, " + (f"exponent $p = {p:.2f}$" if np.isfinite(p) else "no exponent")
     return Verdict(grade([cubic and near], partial=[faster]), text, shows)
 
 

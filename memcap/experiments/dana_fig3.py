@@ -5,13 +5,14 @@ w = 2d(H - 1), so both have d(S + 2N + 4d) + 4d^2(H - 1) weights.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from memcap import bounds
 from memcap.experiments._grids import split_jobs
-from memcap.experiments.dana_common import mean_accuracy, previous_accuracy
+from memcap.experiments.dana_common import mean_accuracy, moves, previous_accuracy
 from memcap.experiments.verdicts import Verdict, grade
 from memcap.train import AoTSpec, TrainConfig
 
@@ -59,8 +60,9 @@ class Curves:
     """One d of Figure 3: arrays (k,) over ``heads`` H (AoT heads; the MLP model has width 2d(H - 1)).
 
     ``params``: d(S + 2N + 4dH), the weights of both models; ``aot``/``mlp``: mean accuracy over seeds of
-    the AoT and of the one-head + MLP model; ``cor2``: Corollary 2 for the AoT, phi(H d + d);
-    ``previous``: phi(H(d - 1) + 1).
+    the AoT and of the one-head + MLP model, ``aot_spread``/``mlp_spread`` their standard deviations over
+    seeds; ``seeds``: the fewest seeds averaged at one point; ``cor2``: Corollary 2 for the AoT,
+    phi(H d + d); ``previous``: phi(H(d - 1) + 1).
     """
 
     dim: int
@@ -70,6 +72,9 @@ class Curves:
     mlp: np.ndarray
     cor2: np.ndarray
     previous: np.ndarray
+    aot_spread: np.ndarray
+    mlp_spread: np.ndarray
+    seeds: int
 
     @property
     def gap(self) -> float:
@@ -99,8 +104,8 @@ def summarize(results) -> tuple[Curves, ...]:
     out = []
     for d in sorted(by_dim):
         aot, mlp = by_dim[d]
-        H, acc_aot, _ = mean_accuracy(aot, "heads")
-        H_mlp, acc_mlp, _ = mean_accuracy(mlp, "heads")
+        H, acc_aot, sd_aot = mean_accuracy(aot, "heads")
+        H_mlp, acc_mlp, sd_mlp = mean_accuracy(mlp, "heads")
         if not np.array_equal(H, H_mlp):
             raise ValueError(f"d = {d}: the AoTs (H = {H.tolist()}) and MLP models (H = {H_mlp.tolist()}) "
                              "must pair up")
@@ -109,13 +114,15 @@ def summarize(results) -> tuple[Curves, ...]:
         out.append(Curves(
             dim=d, heads=H, params=np.array([bounds.aot_param_count(N, S, d, int(h), d) for h in H]),
             aot=acc_aot, mlp=acc_mlp, cor2=np.array([bounds.cor2_accuracy(int(h), d, d, N, T0) for h in H]),
-            previous=np.array([previous_accuracy(int(h), d, N, T0) for h in H])))
+            previous=np.array([previous_accuracy(int(h), d, N, T0) for h in H]),
+            aot_spread=sd_aot, mlp_spread=sd_mlp,
+            seeds=min(min(Counter(int(r["heads"]) for r in group).values()) for group in (aot, mlp))))
     return tuple(out)
 
 
 COINCIDE = 0.2
 """The AoT and MLP curves "coincide" when, at each d, their mean gap is at most this share of the span of that
-d's AoT accuracies over H (and they move the same way from one H to the next)."""
+d's AoT accuracies over H (and they never clearly move in opposite directions from one H to the next)."""
 
 
 def verdict(curves: tuple[Curves, ...], coincide: float = COINCIDE) -> Verdict:
@@ -123,7 +130,8 @@ def verdict(curves: tuple[Curves, ...], coincide: float = COINCIDE) -> Verdict:
 
     Reproduced when, for every d, the mean accuracy gap is at most ``coincide`` times the span of that
     d's AoT accuracies over H, and the two curves never move in opposite directions from one H to the
-    next; partly when every gap is at most twice that; not otherwise.
+    next, each beyond noise (:func:`memcap.experiments.dana_common.moves`: a dip within the seeds' noise is
+    no move); partly when every gap is at most twice that; not otherwise.
     """
     if not curves:
         raise ValueError("curves must hold at least one d")
@@ -131,7 +139,8 @@ def verdict(curves: tuple[Curves, ...], coincide: float = COINCIDE) -> Verdict:
     for c in curves:
         span = float(np.ptp(c.aot))
         ratios.append(c.gap / span if span > 0 else (0.0 if c.gap == 0 else float("inf")))
-        steps = np.diff(c.aot) * np.diff(c.mlp) < 0           # one rises where the other falls
+        # one clearly rises where the other clearly falls
+        steps = moves(c.aot, c.aot_spread, c.seeds) * moves(c.mlp, c.mlp_spread, c.seeds) < 0
         opposite += [f"$d = {c.dim}$, $H = {int(c.heads[i])}$ to {int(c.heads[i + 1])}"
                      for i in np.flatnonzero(steps)]
     close = max(ratios) <= coincide and not opposite

@@ -135,6 +135,17 @@ CEILING = 0.99
 point at or above it."""
 
 
+NOISE = 0.02
+"""How far one training run's curve may step the wrong way between neighbouring grid values before a
+verdict counts it: a fall of accuracy, or a rise of the MSE as a share of the labels' variance
+(:data:`LABEL_VARIANCE`, so that 0 means every label fitted and 1 none, like 1 - accuracy). The figures
+that use it train one seed per point, so no spread of seeds measures the noise; 0.02 is the binomial
+standard deviation 0.5/sqrt(T) of an accuracy over T examples (at worst, p = 1/2) at T = 600, the largest
+T of the quick profile (0.035 at its smallest, T = 200; at most 0.0065 at the paper's T >= 6000, where
+0.02 is three of them). Steps between two saturated points (accuracy >= :data:`CEILING`) are smaller
+than this by construction."""
+
+
 def linear_on_unsaturated(x: Sequence[float], y: Sequence[float], *, ceiling: float = CEILING) -> PolyFit | None:
     """Mahdavi et al.'s linearity test: a least-squares line on the part of the curve before it reaches
     ``ceiling`` (first saturated point kept); None when fewer than 3 points remain (R² would be vacuous)."""

@@ -11,11 +11,13 @@ from typing import Sequence
 
 import numpy as np
 
+from memcap._checks import nonnegative_real
 from memcap.experiments import recorded
 from memcap.experiments._grids import mha_sweep_jobs
-from memcap.experiments.mahdavi_common import CEILING, curves, linear_on_unsaturated, theory_table
+from memcap.experiments.mahdavi_common import CEILING, NOISE, curves, linear_on_unsaturated, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
 from memcap.fits import linear_fit, non_saturated
+from memcap.profiles import check_profile
 
 NAME = "mahdavi_fig2a"
 LABEL = "mha-fig-2a"
@@ -70,21 +72,35 @@ PAPER_R2_MIN = 0.98
 """Mahdavi et al., Section 5.2: the line fitted on the non-saturated part of every curve has R² >= 0.98."""
 
 
-def verdict(summary: dict, r2_min: float = PAPER_R2_MIN) -> Verdict:
+def criteria(summary: dict, r2_min: float = PAPER_R2_MIN, noise: float = NOISE) -> dict:
+    """The two checks of :func:`verdict`, per T: ``rises`` (m,), no fall of accuracy by more than ``noise``
+    from one H to the next (one seed per point: :data:`~memcap.experiments.mahdavi_common.NOISE`), and
+    ``linear`` (m,), the line fitted below saturation has R² >= ``r2_min``; ``strict`` (m,): accuracy never
+    falls at all. A chapter that explains a verdict reads which check failed here."""
+    noise = nonnegative_real("noise", noise)
+    steps = np.diff(np.asarray(summary["accuracy"], dtype=float), axis=1)    # (m, k-1)
+    r2 = np.asarray(summary["r2"], dtype=float)
+    return {"rises": np.all(steps >= -noise, axis=1), "strict": np.all(steps >= 0, axis=1),
+            "linear": np.nan_to_num(r2, nan=-np.inf) >= r2_min}
+
+
+def verdict(summary: dict, r2_min: float = PAPER_R2_MIN, noise: float = NOISE) -> Verdict:
     """Does accuracy grow linearly in H, as the paper finds? From :func:`summarize`'s output.
 
-    Reproduced when every curve rises with every added head and every line has R² >= ``r2_min``
-    (the paper's criterion); partly when every curve rises but some line falls short; not otherwise.
+    Reproduced when no curve falls by more than ``noise`` where a head is added and every line has
+    R² >= ``r2_min`` (the paper's criterion); partly when one of the two holds; not otherwise
+    (:func:`criteria`).
     """
-    acc, T = summary["accuracy"], summary["examples"]
-    rises = np.all(np.diff(acc, axis=1) >= 0, axis=1)                         # (m,)
-    r2 = np.asarray(summary["r2"], dtype=float)
-    linear = np.nan_to_num(r2, nan=-np.inf) >= r2_min
+    T = summary["examples"]
+    checks = criteria(summary, r2_min, noise)
+    rises, linear = checks["rises"], checks["linear"]
     status = grade([rises.all(), linear.all()], partial=[rises.all()])
-    text = (holds(rises, T, "accuracy rises with every added head",
-                  "accuracy does not rise with every added head") + ", and "
+    claim = ("accuracy rises with every added head" if checks["strict"].all() else
+             f"accuracy rises with the added heads, up to falls within the {noise:g} we count as training noise")
+    text = (holds(rises, T, claim, f"accuracy falls by more than {noise:g} where a head is added") + ", and "
             + holds(linear, T, f"the line fitted below saturation has $R^2 \\ge {r2_min:g}$",
                     f"the line fitted below saturation has $R^2 < {r2_min:g}$"))
+    r2 = np.asarray(summary["r2"], dtype=float)
     finite = r2[np.isfinite(r2)]
     shows = (f"$R^2$ from {finite.min():.3f} to {finite.max():.3f}" if finite.size > 1
              else f"$R^2 = {finite[0]:.3f}$" if finite.size else "too few unsaturated points for a line")
@@ -120,6 +136,47 @@ def r2_below_ceiling(summary: dict, ceiling: float = CEILING) -> np.ndarray:
         below = ys < ceiling
         out.append(linear_fit(xs[below], ys[below]).r2 if below.sum() >= 3 else np.nan)
     return np.array(out)
+
+
+def reading(build: dict, record: dict, r2_min: float = PAPER_R2_MIN, noise: float = NOISE,
+            profile: str = "quick") -> str:
+    """Why the run at the paper's size (``record``) gets its verdict, beside this build's (``build``, of
+    ``profile``), both :func:`summarize`'s output: a few sentences (Markdown) for the chapter, read at the
+    record's first T.
+
+    It branches on which check of :func:`criteria` fails, so that a fall where a head is added is never
+    blamed on R² or the reverse; where R² fails it says whether the first saturated point is why
+    (:func:`r2_below_ceiling` meets ``r2_min``).
+    """
+    quick = check_profile(profile) == "quick"
+    ok, ok_rec = criteria(build, r2_min, noise), criteria(record, r2_min, noise)
+    if ok_rec["rises"].all() and ok_rec["linear"].all():
+        if ok["rises"].all() and ok["linear"].all():
+            return "Both runs agree with the paper."
+        return ("At the paper's size and training the curve rises along a line as the paper finds, so what this "
+                "build misses above comes from the quick profile's smaller models and shorter training." if quick
+                else "The recorded run meets the paper's criteria where this build's results at the same size do "
+                "not, so what this build misses is not a matter of size.")
+    if ok_rec["linear"].all():
+        return ("So at the paper's size the line meets the paper's criterion; it is the fall where a head is "
+                "added that keeps the finding from being reproduced in full.")
+    strict = float(r2_below_ceiling(record)[0])
+    first = [int(h) for h, a in zip(record["heads"], record["accuracy"][0]) if a >= CEILING][:1]
+    where = (f"The line ends at the first point at {100 * CEILING:.0f} % or above ($H = {first[0]}$), where the "
+             f"curve saturates; without it the points below {100 * CEILING:.0f} % give $R^2 =$ {strict:.3f}. "
+             if np.isfinite(strict) and first else "")
+    if np.isfinite(strict) and strict >= r2_min:
+        return (where + "So at the paper's size the points below saturation lie on a line, as the paper reports; "
+                "what pulls $R^2$ under its criterion is the first saturated point, which this book's line keeps "
+                "(the paper's words, \"the non-saturated part\", fit both readings).")
+    if not ok["linear"].all():
+        return (where + "At the paper's size and number of steps the line falls short of the paper's criterion "
+                + ("too, so the quick profile's smaller models and shorter training are not why" if quick
+                   else "in this build's results too") + "; what still differs from the paper is the recipe "
+                "({ref}`mexp-differences`).")
+    return (where + "At the paper's size and number of steps the line falls short of the paper's criterion, "
+            "while this build's meets it; what differs from the paper at that size is the recipe "
+            "({ref}`mexp-differences`).")
 
 
 def finding(results) -> Verdict:

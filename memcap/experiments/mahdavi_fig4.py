@@ -11,8 +11,9 @@ import numpy as np
 
 from memcap._checks import host_array
 from memcap.experiments._grids import mha_jobs
-from memcap.experiments.mahdavi_common import curves, linear_on_unsaturated, matches, theory_table
+from memcap.experiments.mahdavi_common import CEILING, curves, linear_on_unsaturated, matches, theory_table
 from memcap.experiments.verdicts import Verdict, grade, holds
+from memcap.fits import non_saturated
 from memcap.notation import sci
 from memcap.profiles import check_profile
 
@@ -87,14 +88,26 @@ def summarize(records: Sequence[dict], profile: str = "quick") -> dict:
     return panels
 
 
-def flattening(x: Sequence[float], y: Sequence[float]) -> float:
-    """Mean slope of ``y`` over the upper half of the range of ``x`` divided by that over the lower half.
+CONTROL = "mahdavi_fig2b"
+"""The experiment whose shared-context curves are :func:`verdict`'s control (:func:`control_flattening`):
+:func:`memcap.experiments.recorded.finding` judges this figure's recorded run against that experiment's
+run at the same size."""
 
-    The halves meet at the grid point nearest the middle of the range; < 1 when the curve flattens.
+
+def flattening(x: Sequence[float], y: Sequence[float], *, ceiling: float = CEILING) -> float:
+    """Mean slope of ``y`` over the upper half of the range of ``x`` divided by that over the lower half,
+    on the points before ``y`` first reaches ``ceiling`` (an accuracy capped at 1 is not a curve that
+    flattens); NaN when fewer than 3 such points remain or the lower half does not rise.
+
+    The halves meet at the grid point nearest the middle of that range; < 1 when the curve flattens.
     """
     x, y = host_array(x, dtype=float), host_array(y, dtype=float)
     if x.size < 3:
         raise ValueError(f"need at least 3 points to compare two halves, got {x.size}")
+    x, y = non_saturated(x, y, ceiling=ceiling)
+    x, y = x[y < ceiling], y[y < ceiling]
+    if x.size < 3:
+        return float("nan")
     mid = int(np.argmin(np.abs(x - (x[0] + x[-1]) / 2)))
     mid = min(max(mid, 1), x.size - 2)
     lower = (y[mid] - y[0]) / (x[mid] - x[0])
@@ -102,22 +115,29 @@ def flattening(x: Sequence[float], y: Sequence[float]) -> float:
     return float(upper / lower) if lower > 0 else float("nan")
 
 
-def control_flattening(shared: dict) -> list[float]:
+def control_flattening(shared: dict, panels: dict) -> list[float]:
     """:func:`flattening` of each shared-context curve of Fig. 2(b) (``mahdavi_fig2b.summarize``'s output:
-    ``context_size`` (k,), ``accuracy`` (m, k)): the control for :func:`verdict`, curves the paper finds
-    linear in n."""
-    return [flattening(shared["context_size"], row) for row in np.atleast_2d(shared["accuracy"])]
+    ``context_size`` (k,), ``accuracy`` (m, k)), on its points within the n range of this figure's curves
+    (``panels``, :func:`summarize`'s output), so that both halves cover the same n: the control for
+    :func:`verdict`, curves the paper finds linear in n."""
+    x = host_array(shared["context_size"], dtype=float)
+    grid = host_array(panels[("classification", "context_size")]["x"], dtype=float)
+    inside = (x >= grid.min()) & (x <= grid.max())
+    if inside.sum() < 3:
+        raise ValueError(f"shared must have at least 3 context sizes within this figure's n = {grid.min():g}.."
+                         f"{grid.max():g}, got {x.tolist()}")
+    return [flattening(x[inside], row[inside]) for row in np.atleast_2d(host_array(shared["accuracy"], dtype=float))]
 
 
 def verdict(panels: dict, r2_min: float = 0.98, control: Sequence[float] | None = None) -> Verdict:
     """Linear in H survives, linear in n weakens (Mahdavi et al., Appendix I.1)? From :func:`summarize`.
 
     Linear in H: every classification curve against H has R² >= ``r2_min``. Weaker in n: every curve
-    against n has a smaller R² than the smallest against H, and flattens (its slope over the upper half of
-    the n range is less than half that over the lower half). Reproduced when both hold, partly when one
-    does. ``control``: the flattening ratios of curves that should *not* weaken (the shared-context
-    curves of Fig. 2(b), :func:`control_flattening`); when one of them flattens by the same test, the
-    flattening does not single out fresh contexts and does not count.
+    against n has a smaller R² than the smallest against H, and flattens (below saturation, its slope over
+    the upper half of the n range is less than half that over the lower half: :func:`flattening`).
+    Reproduced when both hold, partly when one does. ``control``: the flattening ratios of curves that
+    should *not* weaken (the shared-context curves of Fig. 2(b), :func:`control_flattening`); when one of
+    them flattens by the same test, the flattening does not single out fresh contexts and does not count.
     """
     heads, ctx = panels[("classification", "heads")], panels[("classification", "context_size")]
     r2_h, r2_n = np.asarray(heads["r2"], dtype=float), np.asarray(ctx["r2"], dtype=float)
@@ -154,8 +174,24 @@ def regression_text(panels: dict) -> str:
     return " and ".join(parts)
 
 
-def finding(results) -> Verdict:
+def finding(results, shared=None) -> Verdict:
     """The figure's verdict on an :class:`~memcap.experiments.ExperimentResults` of any profile (a sweep's, or a
-    recorded run's from :func:`memcap.experiments.recorded.results`):
-    ``verdict(summarize(results.records, results.profile))``."""
-    return verdict(summarize(results.records, results.profile))
+    recorded run's from :func:`memcap.experiments.recorded.results`), with ``shared``, the results of
+    Fig. 2(b) (:data:`CONTROL`) at the same size, as the control: ``verdict(panels, control=
+    control_flattening(mahdavi_fig2b.summarize(shared.records), panels))``, as the chapter decides it.
+
+    Without ``shared`` nothing tells a flattening in n from the shared context's, so it does not count: a
+    'yes' becomes 'partly', and the text says that the control is missing.
+    """
+    from memcap.experiments import mahdavi_fig2b
+
+    panels = summarize(results.records, results.profile)
+    if shared is not None:
+        if getattr(shared, "name", None) != CONTROL or shared.profile != results.profile:
+            raise ValueError(f"shared must be the results of {CONTROL} at profile {results.profile!r}, got "
+                             f"{getattr(shared, 'name', shared)!r}")
+        return verdict(panels, control=control_flattening(mahdavi_fig2b.summarize(shared.records), panels))
+    found = verdict(panels)
+    return Verdict("partly" if found.status == "yes" else found.status,
+                   found.text + "; no run of Fig. 2(b) at this size is at hand to check the flattening "
+                   "against shared contexts", found.shows)

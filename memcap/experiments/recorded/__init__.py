@@ -188,13 +188,27 @@ def account(module, folder: str | os.PathLike | None = None) -> str:
 def finding(module, folder: str | os.PathLike | None = None):
     """The :class:`~memcap.experiments.verdicts.Verdict` of the experiment ``module`` on its recorded paper run:
     ``module.recorded_finding()`` where the module defines one (a record of its own kind), else
-    ``module.finding(results(module.NAME))``, the call its chapter makes on a sweep's results."""
+    ``module.finding(results(module.NAME))``, the call its chapter makes on a sweep's results.
+
+    A module whose verdict needs another experiment's run as its control names that experiment in ``CONTROL``
+    (``mahdavi_fig4``: Fig. 2(b)'s shared contexts); it is judged with that experiment's paper run, recorded
+    in ``folder`` or else complete in the results cache (:func:`memcap.experiments.cached`), as its chapter
+    judges a paper build: ``module.finding(results(module.NAME), control_results)`` (None when neither is
+    there, which the module's ``finding`` says)."""
     own = getattr(module, "recorded_finding", None)
     if own is not None:
         if folder is not None:
             raise ValueError(f"folder must be None for {module.NAME}, whose record is read by its own module")
         return own()
-    return module.finding(results(module.NAME, folder))
+    control = getattr(module, "CONTROL", None)
+    if control is None:
+        return module.finding(results(module.NAME, folder))
+    from memcap import experiments
+
+    shared = results_if_recorded(control, folder)
+    if shared is None:
+        shared = experiments.cached(control, "paper")
+    return module.finding(results(module.NAME, folder), shared)
 
 
 def findings(modules: Sequence, folder: str | os.PathLike | None = None) -> dict:
