@@ -157,7 +157,7 @@ def _stderr(x: np.ndarray, residual: np.ndarray, degree: int) -> tuple[float, ..
 
 
 def _t_within(cos: float, sin: float, dof: int) -> float:
-    """P(|T| < t) for Student's t with ``dof`` (a positive integer) degrees of freedom, at the angle
+    """P(abs(T) < t) for Student's t with ``dof`` (a positive integer) degrees of freedom, at the angle
     theta = atan(t / sqrt(dof)) given by its cosine and sine: the finite series of Abramowitz and Stegun,
     26.7.3 (odd dof) and 26.7.4 (even dof)."""
     c2, term, total = cos * cos, 1.0, 1.0
@@ -176,8 +176,8 @@ def _t_within(cos: float, sin: float, dof: int) -> float:
 
 
 def t_margin(dof: int, level: float = LEVEL) -> float:
-    """The two-sided Student-t quantile: |T| < ``t_margin(dof, level)`` with probability ``level`` for a
-    t variable with ``dof`` degrees of freedom (12.71 for 1, 4.30 for 2, 2.23 for 10, 1.96 in the limit,
+    """The two-sided Student-t quantile: a t variable T with ``dof`` degrees of freedom has
+    ``abs(T) < t_margin(dof, level)`` with probability ``level`` (12.71 for 1, 4.30 for 2, 2.23 for 10, 1.96 in the limit,
     at 95 %). A fit's coefficient lies within this many of its standard errors of the truth at ``level``
     when its residuals are independent and normal. Beyond 1000 degrees of freedom, the value at 1000."""
     if isinstance(dof, bool) or not isinstance(dof, (int, np.integer)) or dof < 1:

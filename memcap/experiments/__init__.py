@@ -127,7 +127,8 @@ class ExperimentResults:
 
     @property
     def grid(self) -> dict:
-        """The grid these results were made with (:func:`profile_grid` of ``name`` and ``profile``)."""
+        """The grid these results were made with (:func:`memcap.experiments.profile_grid` of ``name`` and
+        ``profile``)."""
         return profile_grid(self.name, self.profile)
 
     @property

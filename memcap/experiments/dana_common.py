@@ -64,7 +64,7 @@ class HeadsSummary:
 
     @property
     def gain_ends(self) -> tuple[float, float]:
-        """The gain in accuracy per extra head of :attr:`quadratic` (its slope) at the first and at the last
+        """The gain in accuracy per extra head of the ``quadratic`` (its slope) at the first and at the last
         of ``fitted_heads`` (NaN without a quadratic)."""
         if self.quadratic is None:
             return float("nan"), float("nan")

@@ -343,7 +343,7 @@ def bracket_clause(lows: Sequence[float], uppers: Sequence[float], names: Sequen
 def head_dim_verdict(dh_per_doubling: float, heads_per_doubling: float) -> str:
     """Whether the head dimension buys as much capacity as the number of heads: ``dh_per_doubling`` and
     ``heads_per_doubling`` are the capacity's relative growth per doubling of each
-    (:func:`memcap.experiments.syn_common.growth_per_doubling`; 0.5 = +50 %), so axes swept over ranges of
+    (``memcap.experiments.syn_common.growth_per_doubling``; 0.5 = +50 %), so axes swept over ranges of
     different sizes compare fairly. "Far less" and "far more" mean under half and over twice as much."""
     a, b = float(dh_per_doubling), float(heads_per_doubling)
     if not (math.isfinite(a) and math.isfinite(b)):
