@@ -313,4 +313,4 @@ def cache_status(cache_dir: Any = None, names: tuple[str, ...] = EXPERIMENTS
 
 
 __all__ = ["EXPERIMENTS", "PROFILES", "ExperimentResults", "ProfileStatus", "StaleResultsError", "cache_status",
-           "cached", "get", "jobs", "load_or_run", "run"]
+           "cached", "get", "jobs", "load_or_run", "profile_grid", "run"]
