@@ -177,9 +177,10 @@ def _t_within(cos: float, sin: float, dof: int) -> float:
 
 def t_margin(dof: int, level: float = LEVEL) -> float:
     """The two-sided Student-t quantile: a t variable T with ``dof`` degrees of freedom has
-    ``abs(T) < t_margin(dof, level)`` with probability ``level`` (12.71 for 1, 4.30 for 2, 2.23 for 10, 1.96 in the limit,
-    at 95 %). A fit's coefficient lies within this many of its standard errors of the truth at ``level``
-    when its residuals are independent and normal. Beyond 1000 degrees of freedom, the value at 1000."""
+    ``abs(T) < t_margin(dof, level)`` with probability ``level`` (12.71 for 1, 4.30 for 2, 2.23 for 10,
+    1.96 in the limit, at 95 %). A fit's coefficient lies within this many of its standard errors of the
+    truth at ``level`` when its residuals are independent and normal. Beyond 1000 degrees of freedom, the
+    value at 1000."""
     if isinstance(dof, bool) or not isinstance(dof, (int, np.integer)) or dof < 1:
         raise ValueError(f"dof must be a positive integer (residual degrees of freedom), got {dof!r}")
     level = finite_real("level", level)
