@@ -222,6 +222,18 @@ def test_per_size_clause_reads_every_size_and_says_when_they_disagree():
         sp.per_size_clause({4: -1.0}, **words)
 
 
+def test_gains_clause_reads_a_censored_gain_as_a_lower_bound():
+    # a censored capacity is a lower bound: above the count it still reads "more"...
+    assert sp.gains_clause([1.5, 2.0], ["A", "B"], [True, False]).startswith("Both A and B")
+    # ...but a bound at or below the count decides nothing, where the exact gain would read "less"
+    assert sp.gains_clause([0.5, 2.0], ["A", "B"]).startswith("B memorizes more than its count; A memorizes less")
+    text = sp.gains_clause([0.5, 2.0], ["A", "B"], [True, False])
+    assert "less" not in text
+    assert "for A the search memorized even its largest table, which does not exceed the count" in text
+    with pytest.raises(ValueError, match="one flag per gain"):
+        sp.gains_clause([0.5, 2.0], ["A", "B"], [True])
+
+
 def test_gains_clause_refuses_mismatched_names():
     with pytest.raises(ValueError, match="one non-empty name per gain"):
         sp.gains_clause([1.0, 2.0], ["A"])
@@ -262,7 +274,20 @@ def test_head_dim_verdict_refuses_impossible_growths(dh, heads, says):
     (0.6, 0.95, "shows Mahdavi et al.'s picture"), (0.48, 0.97, "only a minority"),
     (0.7, 0.5, "served by saturated heads only"), (0.2, 0.5, "shows neither"), (0.5, 0.9, "shows neither")])
 def test_saturation_reading(sat, unsat, says):
-    assert says in sp.saturation_reading(sat, unsat)
+    assert says in sp.saturation_reading(sat, unsat, memorized=True)
+
+
+@pytest.mark.parametrize("sat, unsat", [(0.6, 0.95), (0.48, 0.97), (0.2, 0.5)])
+def test_saturation_reading_of_a_model_that_memorized_nothing(sat, unsat):
+    # the picture is of a model at perfect memorization: shares that match it must not read as "shows" it
+    text = sp.saturation_reading(sat, unsat, memorized=False)
+    assert text.startswith("cannot show Mahdavi et al.'s picture")
+    assert "shows" not in text
+
+
+def test_saturation_reading_needs_a_bool_memorized():
+    with pytest.raises(TypeError, match="memorized must be a bool"):
+        sp.saturation_reading(0.6, 0.95, memorized=1)
 
 
 def test_robust_clause():

@@ -230,17 +230,24 @@ def per_size_clause(ratios: Mapping[int, float], *, more: str, less: str, same: 
     return " but ".join(f"{phrases[H]} at $H = {H}$ (ratio {shown(H)})" for H in sizes)
 
 
-def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
+def gains_clause(gains: Sequence[float], names: Sequence[str],
+                 censored: Sequence[bool] | None = None) -> str:
     """How trained models compare with their theorems' counts: ``gains`` (M,) capacity / count per model,
     ``names`` (M,) e.g. ``['the attention layer', 'the AoT']``. 'More' means a ratio above 1; a ratio of
-    exactly 1 reaches the count."""
+    exactly 1 reaches the count. ``censored`` (M,), default none: the model's capacity search memorized its
+    largest table, so its gain is a lower bound; it reads 'more' when the bound is above 1, and otherwise
+    says that the search did not go far enough to tell."""
     g = _reals("gains", gains)
     if not isinstance(names, Sequence) or isinstance(names, str) or len(names) != len(g) or not all(
             isinstance(n, str) and n for n in names):
         raise ValueError("names must hold one non-empty name per gain")
+    cut = [False] * len(g) if censored is None else _flags("censored", censored)
+    if len(cut) != len(g):
+        raise ValueError(f"censored must hold one flag per gain ({len(g)}), got {len(cut)}")
     above = [n for n, x in zip(names, g) if x > 1]
-    at = [n for n, x in zip(names, g) if x == 1]
-    below = [n for n, x in zip(names, g) if x < 1]
+    at = [n for n, x, c in zip(names, g, cut) if x == 1 and not c]
+    below = [n for n, x, c in zip(names, g, cut) if x < 1 and not c]
+    open_ = [n for n, x, c in zip(names, g, cut) if x <= 1 and c]
     if len(above) == len(g):
         every = (f"Both {names[0]} and {names[1]}" if len(g) == 2 else
                  ", ".join(names[:-1]) + f" and {names[-1]}")
@@ -251,6 +258,11 @@ def gains_clause(gains: Sequence[float], names: Sequence[str]) -> str:
         if group:
             parts.append(f"{_join(group)} memorize{'s' if len(group) == 1 else ''} {verb} "
                          f"{'its count' if len(group) == 1 else 'their counts'}")
+    if open_:
+        one = len(open_) == 1
+        parts.append(f"for {_join(open_)} {'the search' if one else 'each search'} memorized even its largest "
+                     f"table, which does not exceed the count, so these data cannot compare "
+                     f"{'it with its count' if one else 'them with their counts'}")
     text = "; ".join(parts)
     return text[0].upper() + text[1:]
 
@@ -361,10 +373,17 @@ def head_dim_verdict(dh_per_doubling: float, heads_per_doubling: float) -> str:
     return "Per doubling, the head dimension buys about as much here as the number of heads"
 
 
-def saturation_reading(saturated: float, with_unsaturated: float) -> str:
+def saturation_reading(saturated: float, with_unsaturated: float, *, memorized: bool) -> str:
     """A trained model's saturation against Mahdavi et al.'s picture (most head-example pairs saturated,
-    almost every example with an unsaturated head): shares in [0, 1]."""
+    almost every example with an unsaturated head): shares in [0, 1]. The picture is of a model that
+    memorizes its training set; when ``memorized`` is False the reading says the model cannot show it,
+    whatever its shares."""
     a, b = _share("saturated", saturated), _share("with_unsaturated", with_unsaturated)
+    if not isinstance(memorized, bool):
+        raise TypeError(f"memorized must be a bool, got {type(memorized).__name__}")
+    if not memorized:
+        return ("cannot show Mahdavi et al.'s picture, which is of a model that memorizes its training "
+                "set; its shares are")
     if a > 0.5 and b > 0.9:
         return "shows Mahdavi et al.'s picture"
     if b > 0.9:
