@@ -56,8 +56,9 @@ def gpu_status() -> str:
 
 
 def _tolerance(dev: torch.device) -> float:
-    """How exact a construction must be on ``dev``: 1e-6 in float64, 1e-3 on MPS (float32 only)."""
-    return 1e-6 if exact_dtype(dev) == torch.float64 else 1e-3
+    """How exact a construction must be on ``dev``: :func:`memcap.construct.mahdavi.memorize_tolerance` of
+    its construction dtype (1e-6 in float64, 1e-3 on MPS, float32 only)."""
+    return mahdavi.memorize_tolerance(exact_dtype(dev))
 
 
 def _check_theorem1(dev: torch.device) -> str:

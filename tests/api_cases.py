@@ -665,6 +665,7 @@ def cases() -> dict[str, Case]:
             "heads": 3}, tensors=("features", "labels")),
         *[Case(fn, theorem1, tensors=("contexts", "queries", "labels"))
           for fn in (mahdavi.theorem1_construction, mahdavi.memorize)],
+        Case(mahdavi.memorize_tolerance, lambda dev: {"dtype": torch.float64}, dtypes=("dtype",)),
         Case(mahdavi.remark1_capacity, lambda dev: {"queries": _mahdavi(dev)["queries"], "context_size": 3,
                                                     "heads": 2, "head_dim": 3}, tensors=("queries",)),
         # memcap.construct.mahdavi_limits

@@ -325,6 +325,52 @@ def test_identical_calls_give_bit_identical_weights_whatever_the_thread_count():
         assert all(torch.equal(a, b) for a, b in zip(runs[0].parameters(), other.parameters()))
 
 
+def _near_plane_queries(eps, seed=0):
+    """Queries within eps of a plane (n = 4, d = 8, H = 6 at capacity): Assumption 1 holds numerically."""
+    g = torch.Generator().manual_seed(seed)
+    n, d, H = 4, 8, 6
+    T = bounds.mha_capacity(H, n, n)
+    basis = torch.randn(2, d, generator=g, dtype=torch.float64)
+    queries = (torch.rand(T, 2, generator=g, dtype=torch.float64) @ basis
+               + eps * torch.randn(T, d, generator=g, dtype=torch.float64))
+    contexts = torch.rand(T, n, d, generator=g, dtype=torch.float64)
+    return contexts, queries, torch.randn(T, generator=g, dtype=torch.float64), H, n
+
+
+def test_construction_refuses_to_return_weights_that_do_not_memorize():
+    # the review's case: queries 1e-13 from a plane pass Assumption 1's numerical check, but the scales c
+    # (about 1e17) multiply rounding residues, and the weights missed labels by 0.16, returned silently
+    contexts, queries, y, H, n = _near_plane_queries(1e-13)
+    assert linalg.satisfies_assumption_1(queries, n) and linalg.satisfies_assumption_2(contexts)
+    with pytest.raises(ValueError, match="does not memorize these labels in torch.float64.*Assumptions 1-2"):
+        M.memorize(contexts, queries, y, heads=H, head_dim=n)
+    # further from the plane the same construction fits, and the certificate says how well
+    contexts, queries, y, H, n = _near_plane_queries(1e-6)
+    con = M.theorem1_construction(contexts, queries, y, heads=H, head_dim=n)
+    assert con.max_error <= M.memorize_tolerance(torch.float64) * max(1.0, float(y.abs().max()))
+
+
+def test_nearly_equal_tokens_meet_assumption_2_and_are_memorized():
+    # tokens 1e-8 apart: E^(t) has condition number about 1e8, its Gram matrix 1e16, where torch's solver
+    # raised a raw "input matrix is singular"; the targets now come from a QR factor of E^(t)^T
+    g = torch.Generator().manual_seed(0)
+    n, d, H = 4, 8, 6
+    T = bounds.mha_capacity(H, n, n)
+    contexts = (torch.rand(T, 1, d, generator=g, dtype=torch.float64)
+                + 1e-8 * torch.rand(T, n, d, generator=g, dtype=torch.float64))
+    queries = torch.rand(T, d, generator=g, dtype=torch.float64)
+    y = torch.randn(T, generator=g, dtype=torch.float64)
+    assert linalg.satisfies_assumption_2(contexts)
+    con = M.theorem1_construction(contexts, queries, y, heads=H, head_dim=n)
+    assert con.max_error <= 1e-6
+
+
+def test_memorize_tolerance_by_dtype():
+    assert M.memorize_tolerance(torch.float64) == 1e-6 and M.memorize_tolerance(torch.float32) == 1e-3
+    with pytest.raises(ValueError, match="dtype must be torch.float64 or torch.float32"):
+        M.memorize_tolerance(torch.float16)
+
+
 def test_readout_rejects_rank_deficient_features():
     Z = torch.ones(3, 8, dtype=F64)
     with pytest.raises(ValueError, match="full row rank"):

@@ -53,7 +53,7 @@ __all__ = [
     "RankOneSeparator", "rank_one_separator", "top_gap", "softmax_limit", "saturation_bound", "saturation_scale",
     "saturation_error", "finite_delta", "OneHead", "claim1_head", "claim2_head", "InductionStep",
     "KeyQueryConstruction", "key_query_construction", "key_query_for_rank", "readout_weights",
-    "Theorem1Construction", "theorem1_construction", "memorize", "remark1_capacity",
+    "Theorem1Construction", "theorem1_construction", "memorize_tolerance", "memorize", "remark1_capacity",
 ]
 
 _MAHDAVI = linalg._MAHDAVI
@@ -424,10 +424,12 @@ def _factor(B: torch.Tensor, queries_m: torch.Tensor, head_dim: int, extra: tupl
 
 def _targets(E_m: torch.Tensor, logits_m: torch.Tensor) -> torch.Tensor:
     """beta^(t) = E^(t)+ alpha*^(t) (minimum-norm right inverse of the full-rank E^(t)): (d, m)."""
-    # E^+ alpha = E^T (E E^T)^{-1} alpha, batched over the m examples
-    gram = E_m @ E_m.transpose(1, 2)  # (m, n, n)
-    coeff = torch.linalg.solve(gram, logits_m.unsqueeze(-1))  # (m, n, 1)
-    return (E_m.transpose(1, 2) @ coeff).squeeze(-1).T  # (d, m)
+    # E^+ alpha = E^T (E E^T)^{-1} alpha = q rr^{-T} alpha with E^T = q rr (reduced QR), batched over the m
+    # examples; the Gram matrix E E^T would square E's condition number (and fail where E is still full rank)
+    q, rr = torch.linalg.qr(E_m.transpose(1, 2))  # (m, d, n), (m, n, n)
+    # (Assumption 2, checked before, makes rr invertible; theorem1_construction measures the fit at the end)
+    coeff = torch.linalg.solve_triangular(rr.transpose(1, 2), logits_m.unsqueeze(-1), upper=False)  # (m, n, 1)
+    return (q @ coeff).squeeze(-1).T  # (d, m)
 
 
 def _attention_logits(name: str, theta: object, m: int, n: int, device: torch.device) -> torch.Tensor:
@@ -899,13 +901,21 @@ def readout_weights(features: torch.Tensor, labels: torch.Tensor, *, heads: int,
     return W_V, W_O, W_D
 
 
+def memorize_tolerance(dtype: torch.dtype) -> float:
+    """How exactly :func:`theorem1_construction` must fit its labels, relative to max(1, max |y|): 1e-6 in
+    float64, 1e-3 in float32 (MPS, which lacks float64); it raises beyond that."""
+    if dtype not in (torch.float64, torch.float32):
+        raise ValueError(f"dtype must be torch.float64 or torch.float32, got {dtype}")
+    return 1e-6 if dtype == torch.float64 else 1e-3
+
+
 @dataclass(frozen=True)
 class Theorem1Construction:
     """Theorem 1's memorizing weights with their certificate.
 
     ``params``: the MHA weights; ``key_query``: Proposition 1's construction (Z, groups, steps);
     ``capacity``: H(min(n, d_h) - 1) + 1 (or Remark 1's bound); ``max_error``: the largest abs(y_hat - y) measured
-    with :func:`memcap.models.mha_forward`.
+    with :func:`memcap.models.mha_forward` (at most :func:`memorize_tolerance` times max(1, max abs(y))).
     """
 
     params: MHAParams
@@ -925,7 +935,9 @@ def theorem1_construction(contexts: torch.Tensor, queries: torch.Tensor, labels:
     to y - e[:d_out]. ``labels``: (T,) or (T, d_out) real; ``value_dim`` d_v defaults to d_out.
     ``query_kruskal_rank``: None (Theorem 1, queries of Kruskal rank >= n), Q < n (Remark 1), or
     ``'auto'`` (Q computed exactly; Remark 1 only when Q < n). Queries of low Kruskal rank are refused
-    with a message that says how to use Remark 1.
+    with a message that says how to use Remark 1. Inputs that meet the assumptions only up to rounding can
+    give weights that do not fit the labels in floating point: then a ValueError says so (the fit is
+    measured, see :func:`memorize_tolerance`).
     """
     E, e = _data(contexts, queries)
     T, n, d = E.shape
@@ -944,8 +956,18 @@ def theorem1_construction(contexts: torch.Tensor, queries: torch.Tensor, labels:
         y_hat = mha_forward(params, _as_given(E), e)
     capacity = (bounds.mha_capacity(H, n, kq.W_K.shape[2]) if Q is None
                 else bounds.mha_capacity_remark1(H, Q, kq.W_K.shape[2]))
-    return Theorem1Construction(params=params, key_query=kq, capacity=capacity,
-                                max_error=float((y_hat - Y).abs().max()))
+    max_error = float((y_hat - Y).abs().max())
+    tolerance = memorize_tolerance(y_hat.dtype) * max(1.0, float(Y.abs().max()))
+    if not max_error <= tolerance:
+        # exact arithmetic memorizes; in floating point the scales c multiply rounding residues (W+ e = 0 holds
+        # to about eps on a head's fresh examples), so inputs that satisfy the assumptions only to rounding
+        # (nearly dependent queries, a logit gap g near eps) give weights that do not memorize
+        raise ValueError(
+            f"Theorem 1's construction does not memorize these labels in {y_hat.dtype}: max |y_hat - y| = "
+            f"{max_error:.3g} > {tolerance:.3g}. The queries and contexts meet Assumptions 1-2 only up to "
+            f"rounding (largest saturation scale c = {max(st.scale for st in kq.steps):.3g}); move them "
+            "further from dependence")
+    return Theorem1Construction(params=params, key_query=kq, capacity=capacity, max_error=max_error)
 
 
 def memorize(contexts: torch.Tensor, queries: torch.Tensor, labels: torch.Tensor, *, heads: int, head_dim: int,
