@@ -135,13 +135,15 @@ def run_one(path: Path, simulate: bool) -> dict:
     import torch
 
     from memcap import device
+    from memcap.textbook.edition import code_digest
 
-    report = {"chapter": _shown(path), "device": str(device.pick_device()),
+    text = path.read_text(encoding="utf-8")
+    report = {"chapter": _shown(path), "device": str(device.pick_device()), "code_sha": code_digest(text),
               "cells": 0, "skipped": 0, "status": "ok", "error": ""}
     os.chdir(path.parent)
     namespace = {"__name__": "__main__"}
     start = time.perf_counter()
-    for i, (tags, source) in enumerate(cells(path.read_text(encoding="utf-8"))):
+    for i, (tags, source) in enumerate(cells(text)):
         if "skip-execution" in tags:
             report["skipped"] += 1
             continue

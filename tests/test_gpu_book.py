@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from memcap.textbook.edition import code_changed, code_digest, strip_solutions
 from tests import device_sim, gpu_book
 from tests.conftest import ROOT
 
@@ -105,6 +106,43 @@ def test_the_runner_executes_cells_in_order_and_counts_figures(tmp_path):
     report = _run(path)
     assert report["status"] == "ok", report
     assert (report["cells"], report["skipped"], report["figures"]) == (3, 1, 1)
+    # the run records what code it ran, so that a later change of the chapter shows on the status page
+    assert report["code_sha"] == code_digest(open(path, encoding="utf-8").read())
+
+
+_SOLVED = """# A chapter
+
+Prose.
+
+```{code-cell} ipython3
+x = 1
+```
+
+```{solution-start} ex-1
+:class: dropdown
+```
+```{code-cell} ipython3
+y = x + 1
+```
+```{solution-end}
+```
+"""
+
+
+def test_the_code_fingerprint_sees_code_not_prose_and_both_editions():
+    recorded = code_digest(_SOLVED)
+    assert not code_changed(recorded, _SOLVED)
+    assert not code_changed(recorded, _SOLVED.replace("Prose.", "Other prose."))
+    assert code_changed(recorded, _SOLVED.replace("x = 1", "x = 2"))
+    # a change inside a solution is a change of what ran...
+    assert code_changed(recorded, _SOLVED.replace("y = x + 1", "y = x + 2"))
+    # ...but the student edition has no solutions: it compares the code outside them, unchanged here
+    assert not code_changed(recorded, strip_solutions(_SOLVED))
+    assert code_changed(recorded, strip_solutions(_SOLVED.replace("x = 1", "x = 2")))
+    with pytest.raises(ValueError, match="recorded must be a code_digest"):
+        code_changed("abc", _SOLVED)
+    with pytest.raises(TypeError, match="text must be a str"):
+        code_digest(None)
 
 
 @pytest.mark.parametrize("source, message", [
@@ -166,6 +204,7 @@ def test_the_recorded_gpu_run_is_a_real_run_of_todays_chapters():
     assert missing <= {"book/appendix/status.md"}, f"chapters never run on a GPU: {sorted(missing)}"
     for c in record["chapters"]:
         assert c["status"] in {"ok", "FAIL", "timeout"} and c["seconds"] >= 0
+        code_changed(c["code_sha"], "")     # the status page compares it: a well-formed fingerprint
     assert {"summary", "exit", "command"} <= set(record["gpu_suite"]) and record["doctor"]["exits"]
 
 

@@ -9,6 +9,7 @@ with the exercises' ``check`` calls in place.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -17,6 +18,35 @@ import tempfile
 from pathlib import Path
 
 _FENCE = re.compile(r"^(`{3,}|:{3,})\{(solution-start|solution-end|solution)\}")
+_CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def _cells_sha(text: str) -> str:
+    digest = hashlib.sha256()
+    for body in _CODE_CELL.findall(text):
+        digest.update(body.encode("utf-8") + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def code_digest(text: str) -> str:
+    """A fingerprint of a MyST chapter's code, ``'OUTSIDE/ALL'``: the first 12 hex digits of the SHA-256 of
+    the code cells' bodies (option lines and sources, in order) outside the solutions, then of all of them.
+    It changes when a code cell changes, not when only prose does. A record of a run of the chapter's cells
+    (the GPU record) keeps it; :func:`code_changed` compares it with a chapter's text today."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return f"{_cells_sha(strip_solutions(text))}/{_cells_sha(text)}"
+
+
+def code_changed(recorded: str, text: str) -> bool:
+    """Whether the code of chapter ``text`` differs from the code a record's :func:`code_digest`
+    (``recorded``) was taken of. Where ``text`` has no solutions (the student edition strips them) only the
+    code outside the solutions can be compared, and only it is."""
+    if not isinstance(recorded, str) or not re.fullmatch(r"[0-9a-f]{12}/[0-9a-f]{12}", recorded):
+        raise ValueError(f"recorded must be a code_digest ('OUTSIDE/ALL', 12 hex digits each), got {recorded!r}")
+    outside, every = code_digest(text).split("/")
+    old_outside, old_every = recorded.split("/")
+    return outside != old_outside or (every != outside and every != old_every)
 
 
 def strip_solutions(text: str) -> str:
