@@ -341,10 +341,13 @@ def cor2_accuracy(heads: int, head_dim: int, dim: int, vocab: int, associations:
     min(1, 1/N + (1 - 1/N)(H d_h + d)/T0) on T0 uniformly weighted associations.
 
     Stated for d_h <= d; with d_h > d (the left part of their Figure 2(a), which the book plots it on)
-    it is the formula evaluated, not the corollary."""
+    it is the formula evaluated, not the corollary. Needs d >= 2, a hypothesis the paper omits: the proof
+    uses Proposition 3's circle encoder, and at d = 1 the logits of any AoT are multiples of one vector,
+    so at most two tokens can ever be an argmax and the bound can fail (d = 1 is refused)."""
     return float(_COR2_ACCURACY(positive_int("heads", heads), positive_int("head_dim", head_dim),
-                                positive_int("dim", dim), positive_int("vocab", vocab),
-                                positive_int("associations", associations)))
+                                _at_least("dim", dim, 2, "Corollary 2 needs d >= 2: at d = 1 at most two "
+                                          "tokens can ever be an argmax"),
+                                positive_int("vocab", vocab), positive_int("associations", associations)))
 
 
 def cor2_capacity_from_accuracy(accuracy: float, vocab: int, associations: int) -> float:
@@ -435,9 +438,16 @@ def thm2_kl_term_with_constant(vocab: int, constant: float, error_prob: float, e
 
 def thm1_excess_divergence(constant: float, epsilon: float, logits_norm: float) -> float:
     """Dana et al., Theorem 1: the excess 2 C eps ||W E||_2 of the AoT's divergence over the best
-    sequence encoder's (gamma aside). ``constant`` C > 0, ``epsilon`` in [0, 1] the mass of the sequences
-    not kept, ``logits_norm`` >= 0 the spectral norm of the optimal logits W E."""
+    sequence encoder's (gamma aside). ``constant`` C >= 1, ``epsilon`` in [0, 1] the mass of the sequences
+    not kept, ``logits_norm`` >= 0 the spectral norm of the optimal logits W E.
+
+    C, the square root of 1 + the largest squared norm of F_1^+ F(t) over the sequences not kept (the
+    ``constant`` of the result of :func:`memcap.construct.dana.theorem1_aot`), is at least 1 by definition;
+    a smaller value is refused, as it is no such constant (for instance the largest norm itself)."""
     c = _real_in("constant", constant, 0.0, math.inf, open_low=True)
+    if c < 1:
+        raise ValueError(f"constant must be >= 1: Theorem 1's C = sqrt(1 + max_t ||F_1^+ F(t)||^2) is at least 1 "
+                         f"by definition, got C = {constant!r}")
     e = _real_in("epsilon", epsilon, 0.0, 1.0)
     w = _real_in("logits_norm", logits_norm, 0.0, math.inf)
     return float(_THM1_EXCESS(c, e, w))

@@ -34,7 +34,7 @@ from memcap._checks import check_bool, finite_real, listed, nonnegative_real, po
 __all__ = [
     "DEFAULT_RTOL", "ASSUMPTION_SEED", "DEFAULT_MAX_SUBSETS",
     "rank", "kruskal_rank", "randomized_kruskal_rank", "in_general_position",
-    "check_assumption_1", "check_assumption_2", "check_assumption_3",
+    "assumption_1_method", "check_assumption_1", "check_assumption_2", "check_assumption_3",
     "satisfies_assumption_1", "satisfies_assumption_2", "satisfies_assumption_3",
     "context_ranks", "SubsetTest", "subset_test", "KruskalCurve", "kruskal_curve", "kruskal_search",
     "AssumptionReport", "assumption_report",
@@ -337,7 +337,7 @@ def _kruskal_at_least_failure(vectors: torch.Tensor, n: int, *, assumption: int,
                 f"(Kruskal rank <= d < n)")
     count = math.comb(t_count, n)
     if method is None:
-        method = "exact" if count <= max_subsets else "randomized"
+        method = assumption_1_method(t_count, n, max_subsets=max_subsets)
     if method == "exact":
         if count > max_subsets:
             raise ValueError(
@@ -360,6 +360,20 @@ def _kruskal_at_least_failure(vectors: torch.Tensor, n: int, *, assumption: int,
     return (f"{prefix} (randomized test): only {fraction:.1%} of {subsets} random {n}-subsets of the "
             f"{what} are linearly independent (< {threshold:.0%}); e.g. {what} {subset} have rank "
             f"{int(ranks[b])} < n = {n}")
+
+
+def assumption_1_method(examples: int, context_size: int, *, max_subsets: int = DEFAULT_MAX_SUBSETS) -> str:
+    """Which test decides :func:`check_assumption_1` with ``method=None`` for :math:`T` = ``examples``
+    queries and :math:`n` = ``context_size``: ``"exact"`` when :math:`\\binom{T}{n} \\le` ``max_subsets``
+    (every n-subset is enumerated, so the verdict is Definition 1's), else ``"randomized"`` (the paper's
+    test on random n-subsets, by default the 99 % rule: a statistical verdict, under which a set with a
+    few dependent n-subsets, of Kruskal rank below n, can pass). The same rule picks the test of
+    :func:`check_assumption_3`, with the T shifted queries.
+    """
+    t_count = positive_int("examples", examples)
+    n = positive_int("context_size", context_size)
+    max_subsets = positive_int("max_subsets", max_subsets)
+    return "exact" if math.comb(t_count, n) <= max_subsets else "randomized"
 
 
 def _assumption_1_failure(queries: object, context_size: int, **kw: object) -> str | None:
@@ -411,7 +425,10 @@ def check_assumption_1(queries: object, context_size: int, *, tol: float | None 
     random n-subsets, passing when a fraction ``>= threshold`` of them is independent, drawn with
     ``generator`` or, if ``None``, a fresh ``torch.Generator`` seeded with :data:`ASSUMPTION_SEED` (0).
     The default ``None`` picks ``"exact"`` when :math:`\\binom{T}{n} \\le` ``max_subsets``, else
-    ``"randomized"``.
+    ``"randomized"`` (:func:`assumption_1_method` says which). Only the exact test is Definition 1's
+    verdict: beyond ``max_subsets`` a pass is statistical, and queries with a few dependent n-subsets
+    (Kruskal rank below n) can pass; a refusal by the randomized test says "(randomized test)". Pass
+    ``method="exact"`` with a larger ``max_subsets`` to enumerate anyway.
     """
     failure = _assumption_1_failure(queries, context_size, tol=tol, method=method, max_subsets=max_subsets,
                                     subsets=subsets, threshold=threshold, generator=generator)
@@ -449,7 +466,10 @@ def satisfies_assumption_1(queries: object, context_size: int, *, tol: float | N
                            method: str | None = None, max_subsets: int = DEFAULT_MAX_SUBSETS,
                            subsets: int = 5000, threshold: float = 0.99,
                            generator: torch.Generator | None = None) -> bool:
-    """Whether :func:`check_assumption_1` passes, same arguments (invalid inputs still raise)."""
+    """Whether :func:`check_assumption_1` passes, same arguments (invalid inputs still raise). Exact only
+    when :math:`\\binom{T}{n} \\le` ``max_subsets`` or ``method="exact"``; otherwise ``True`` is the
+    paper's randomized verdict, which a few dependent n-subsets can pass (see :func:`assumption_1_method`).
+    """
     return _assumption_1_failure(queries, context_size, tol=tol, method=method, max_subsets=max_subsets,
                                  subsets=subsets, threshold=threshold, generator=generator) is None
 

@@ -265,6 +265,7 @@ NO_BAD_INPUT: dict[str, str] = {
     "memcap.models.mha_param_count": "integer sizes only",
     "memcap.models.aot_param_count": "integer sizes only",
     "memcap.data.all_sequences": "integer sizes only",
+    "memcap.linalg.assumption_1_method": "integer sizes only",
     "memcap.data.random_lookup_table": "integer sizes and a generator only",
     "memcap.construct.dana.identity_hadamard_unembedding": "an integer size only",
     "memcap.bounds.mha_capacity": "integer sizes only",

@@ -59,7 +59,7 @@ def test_return_types() -> None:
     assert type(B.aot_param_count(5, 2, 3, 4, 5)) is int
     assert type(B.mahdavi_assoc_param_count(3, 5, 9, 4, 2)) is int
     assert type(B.relu_capacity(1, 1, 1)) is float
-    assert type(B.cor2_accuracy(1, 1, 1, 2, 10)) is float
+    assert type(B.cor2_accuracy(1, 1, 2, 2, 10)) is float
 
 
 # ------------------------------------------------------------------------------- Theorem 2 (Dana)
@@ -128,13 +128,22 @@ def test_cor2_forms_are_the_papers_typed_independently() -> None:
 
 
 @PROPERTY
-@given(heads=st.integers(1, 20), head_dim=st.integers(1, 20), dim=st.integers(1, 20), vocab=st.integers(2, 100),
+@given(heads=st.integers(1, 20), head_dim=st.integers(1, 20), dim=st.integers(2, 20), vocab=st.integers(2, 100),
        slack=st.integers(0, 500))
 def test_cor2_inverse_numerically(heads: int, head_dim: int, dim: int, vocab: int, slack: int) -> None:
     t0 = heads * head_dim + dim + slack  # below the cap
     a = B.cor2_accuracy(heads, head_dim, dim, vocab, t0)
     assert 1 / vocab < a <= 1
     assert B.cor2_capacity_from_accuracy(a, vocab, t0) == pytest.approx(B.aot_capacity(heads, head_dim, dim))
+
+
+def test_cor2_accuracy_refuses_d_1() -> None:
+    # Corollary 2 needs d >= 2 (the paper omits it): at d = 1 the logits are z W_U[:, 0] for a scalar z, so at
+    # most two tokens are ever an argmax. With N = 3 and T0 = 3 sequences, H = 2, d_h = 1, the formula gives
+    # accuracy 1, but a table whose three next tokens differ is never all right (expected accuracy <= 25/27).
+    with pytest.raises(ValueError, match=r"dim must be >= 2 \(Corollary 2 needs d >= 2"):
+        B.cor2_accuracy(2, 1, 1, 3, 3)
+    assert B.cor2_accuracy(2, 1, 2, 3, 3) == 1.0
 
 
 @PROPERTY
@@ -211,6 +220,10 @@ def test_theorem1_excess_divergence():
     assert bounds.thm1_excess_divergence(3.0, 0.0, 2.0) == 0.0
     with pytest.raises(ValueError, match="epsilon must lie in"):
         bounds.thm1_excess_divergence(3.0, 1.5, 2.0)
+    assert bounds.thm1_excess_divergence(1.0, 0.1, 2.0) == pytest.approx(0.4)   # C = 1: all sequences kept
+    # C = sqrt(1 + max ||F_1^+ F(t)||^2) >= 1 by definition: a smaller value (e.g. the norm alone) is refused
+    with pytest.raises(ValueError, match=r"constant must be >= 1: Theorem 1's C = sqrt\(1 \+"):
+        bounds.thm1_excess_divergence(0.5, 0.1, 1.0)
 
 
 # ------------------------------------------------------------------ exactness, Fano, float range

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from memcap import bounds
 from memcap.construct import dana as D
+from memcap.construct.dana_features import feature_count
 from memcap.data import all_sequences, association_task, next_token_distribution
 from memcap.models import aot_forward, aot_param_count, init_aot
 
@@ -144,6 +145,9 @@ def test_lemma2_params_errors():
         D.lemma2_params(3, 2, 2, 2, 3, generator=gen())
     with pytest.raises(ValueError, match="distinct positive"):
         D.lemma2_params(3, 2, 2, 2, 1, generator=gen(), scales=torch.tensor([1.0, 1.0]))
+    # with S = 1 every head attends to its one position: A^h(t) = x_1(t), no new rank from the heads
+    with pytest.raises(ValueError, match=r"S >= 2 is needed .*got seq_len = 1"):
+        D.lemma2_params(4, 1, 3, 2, 2, generator=gen())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -204,6 +208,21 @@ def test_theorem_1_refusals():
     flat = D.SequenceEncoder(enc.unembedding, torch.zeros(11, 3, dtype=F64))
     with pytest.raises(ValueError, match="M_0 of the solved output map is singular"):
         D.theorem1_aot(flat, tokens, heads=4, head_dim=2, generator=gen())
+
+
+def test_theorem_1_refuses_s_1_and_sets_beyond_the_feature_count():
+    # S = 1: the features have rank <= min(d, L) = 2 < 3 for every draw; the refusal names S, not the draw
+    circle = D.circle_sequence_encoder(torch.tensor([0, 1, 2]), 4, scale=1.0)
+    with pytest.raises(ValueError, match=r"tokens must have S >= 2 columns.*got S = 1"):
+        D.theorem1_aot(circle, torch.tensor([[0], [1], [2]]), heads=1, head_dim=1, generator=gen())
+    # 6 sequences of [2]^3: H d_h + min(d, L) = 4 + 2 = 6, but kappa = min(4, 2) + min(4, 2 + 3 - 2) = 5
+    tokens = torch.tensor([[i, j, k] for i in range(2) for j in range(2) for k in range(2)])[:6]
+    enc = _random_encoder(2, 4, 6)
+    with pytest.raises(ValueError, match=r"T0 = 6 exceeds the feature count kappa .* = 5"):
+        D.theorem1_aot(enc, tokens, heads=1, head_dim=4, generator=gen())
+    assert feature_count(tokens, 4, 1, 4) == 5
+    built = D.theorem1_aot(_random_encoder(2, 4, 5), tokens[1:], heads=1, head_dim=4, generator=gen())
+    assert torch.allclose(aot_forward(built.params, tokens[1:]), _random_encoder(2, 4, 5).logits, atol=1e-6)
 
 
 def test_theorem_1_skip_sees_only_the_last_token():

@@ -593,13 +593,15 @@ def _slack(inverse=False, zero_scale=False):
     return answer
 
 
-def _last_token(first=False, refuse=True):
+def _last_token(first=False, refuse=True, own_error=None):
     from memcap.construct import mahdavi
 
     def answer(contexts, queries, examples, weight, head_dim):
         n = contexts.shape[-2]
         if not refuse:
             weight = min(weight, 0.999)
+        if weight == 1 and own_error is not None:   # fails before claim1_head can refuse
+            raise own_error
         theta = torch.full((len(examples), n), (1 - weight) / (n - 1), dtype=contexts.dtype, device=contexts.device)
         theta[:, 0 if first else -1] = weight
         return mahdavi.claim1_head(contexts, queries, examples, theta, head_dim=head_dim)
@@ -635,6 +637,9 @@ WRONG += [
     ("ex-setting-2", lambda: ({64: 323, 16: 667}, {64: 1, 16: 1}), "the parameter count is"),
     ("ex-setting-2", lambda: ({64: 322, 16: 667}, {64: 1, 16: 1}), "round up"),
     ("ex-setting-2", lambda: ([323], {64: 1, 16: 1}), "should have 2 entries"),
+    # whole numbers, compared exactly: within rtol 1e-6 of 323 and of 2,666,752, yet wrong
+    ("ex-setting-2", lambda: ({64: 323.0003, 16: 667}, {64: 2_666_752, 16: 1_408_768}), "should be a whole number"),
+    ("ex-setting-2", lambda: ({64: 323, 16: 667}, {64: 2_666_754, 16: 1_408_768}), "parameter count is slightly too"),
     ("ex-setting-3", lambda: (_shared_and_repeated(softmax_axis=1),), "sum to one"),
     ("ex-setting-3", lambda: (_shared_and_repeated(swap=True),), "not the layer's"),
     ("ex-setting-3", lambda: (lambda layer, c, q: (c, q),), "should return three tensors"),
@@ -657,6 +662,10 @@ WRONG += [
     ("ex-mahdavi-one-head-2", lambda: (16, 15, 32), "number of columns"),
     ("ex-mahdavi-one-head-3", lambda: (_last_token(first=True),), "attention of example"),
     ("ex-mahdavi-one-head-3", lambda: (_last_token(refuse=False),), "instead of refusing"),
+    ("ex-mahdavi-one-head-3", lambda: (_last_token(own_error=NameError("name 'helper' is not defined")),),
+     "raised NameError"),
+    ("ex-mahdavi-one-head-3", lambda: (_last_token(own_error=ValueError("weight must be < 1")),),
+     "claim1_head's refusal"),
     ("ex-mahdavi-one-head-3", lambda: (lambda c, q, ex, w, dh: None,), "should return a head"),
     ("ex-mahdavi-rank-of-z-2", lambda: ({64: 16, 32: 33, 8: 143},), "only min(n, d_h) counts"),
     ("ex-mahdavi-rank-of-z-3", lambda: (_step_summary(ranks=True),), "list of H - 1"),

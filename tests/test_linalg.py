@@ -234,6 +234,30 @@ def test_assumption_1_switches_to_the_randomized_test() -> None:
         linalg.check_assumption_1(queries, 6, method="fast")
 
 
+def test_assumption_1_method_says_when_a_pass_is_only_the_randomized_verdict() -> None:
+    """One dependent 5-subset among C(60, 5) = 5.5e6: the automatic check is exact, and refuses, exactly
+    while C(T, n) <= max_subsets; beyond, the paper's 99 % rule decides and passes the set."""
+    T, n = 60, 5
+    queries = gaussian(T, 10, seed=0)
+    queries[4] = queries[:4].sum(0)  # queries 0..4 dependent: Kruskal rank 4 < n = 5
+    count = math.comb(T, n)
+    assert count > linalg.DEFAULT_MAX_SUBSETS
+    assert linalg.assumption_1_method(T, n) == "randomized"
+    assert linalg.satisfies_assumption_1(queries, n)  # statistical verdict: the one bad subset is not drawn
+    assert linalg.assumption_1_method(T, n, max_subsets=count - 1) == "randomized"
+    assert linalg.satisfies_assumption_1(queries, n, max_subsets=count - 1)
+    assert linalg.assumption_1_method(T, n, max_subsets=count) == "exact"
+    with pytest.raises(ValueError, match="Assumption 1 fails: queries \\[0, 1, 2, 3, 4\\] are linearly dependent"):
+        linalg.check_assumption_1(queries, n, max_subsets=count)
+    assert linalg.assumption_1_method(20, n) == "exact"  # C(20, 5) = 15504: Definition 1's verdict
+    assert not linalg.satisfies_assumption_1(queries[:20], n)
+    assert linalg.assumption_1_method(3, n) == "exact"  # T < n: refused without a subset test
+    for bad, name in (({"examples": 0}, "examples"), ({"context_size": 2.5}, "context_size"),
+                      ({"max_subsets": -1}, "max_subsets")):
+        with pytest.raises((ValueError, TypeError), match=name):
+            linalg.assumption_1_method(**{"examples": T, "context_size": n, **bad})
+
+
 # ------------------------------------------------------------------------------------ Assumption 3
 
 

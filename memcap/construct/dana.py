@@ -351,6 +351,13 @@ def _check_head_dim(dim: int, head_dim: int) -> None:
                          f"(a larger head only adds parameters, the products W_O W_V, W_Q^T W_K have rank <= d)")
 
 
+def _check_seq_len(seq_len: int) -> None:
+    if seq_len < 2:
+        raise ValueError(f"S >= 2 is needed ({_DANA} Lemma 2 and Theorem 1), got seq_len = {seq_len}: with S = 1 each "
+                         f"head attends to its one position, so the heads only repeat the skip connection x_1(t) "
+                         f"and the features have rank <= min(d, L) for every choice of weights")
+
+
 def lemma2_params(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int, *,
                   generator: torch.Generator | None = None, scales: torch.Tensor | None = None,
                   device: torch.device | str | None = None) -> AoTParams:
@@ -360,11 +367,13 @@ def lemma2_params(vocab: int, seq_len: int, dim: int, heads: int, head_dim: int,
     coordinate is positive and generic (Lemma 3); W_V is Gaussian; W_O and W_U are zero (they play no role
     in the rank). ``scales``: (H,) distinct positive w_h, default 1, 2, ..., H. Returns AoTParams (float64)
     on ``device`` (None: the device of ``scales`` when it is a tensor, else :func:`memcap.device.pick_device`;
-    a ``scales`` tensor elsewhere is refused; drawn on the generator's device, then moved).
+    a ``scales`` tensor elsewhere is refused; drawn on the generator's device, then moved). Refuses
+    d_h > d and S = 1 (see :func:`theorem1_aot`).
     """
     N, S, d = positive_int("vocab", vocab), positive_int("seq_len", seq_len), positive_int("dim", dim)
     H, d_h = positive_int("heads", heads), positive_int("head_dim", head_dim)
     _check_head_dim(d, d_h)
+    _check_seq_len(S)
     gen, dev = _resolve.generator(generator), _resolve.device(device, like=scales)
     check_allocation("the embeddings and weights", (2 * N + S) * d + 4 * H * d_h * d, dev,
                      vocab=N, seq_len=S, dim=d, heads=H, head_dim=d_h)
@@ -492,9 +501,11 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
     x_S, which leaves a logit error gamma that vanishes as lambda grows. Of ``draws`` generic draws the
     best-conditioned F_1 is kept (every draw works in exact arithmetic; this only helps float64).
 
-    Refuses: d_h > d; T_eps > H d_h + d (capacity); T_eps > H d_h + min(d, L) when the kept sequences end in
-    only L distinct tokens (the skip block x_S(t) depends on the last token only, a case the paper's count
-    misses); features of the kept sequences of rank < T_eps (draw again); a singular M_0 (perturb E).
+    Refuses: d_h > d; S = 1 (the heads only repeat x_1(t)); T_eps > H d_h + d (capacity); T_eps > H d_h +
+    min(d, L) when the kept sequences end in only L distinct tokens (the skip block x_S(t) depends on the
+    last token only, a case the paper's count misses); T_eps > kappa = min(d, L) + H min(d_h, n + S - 2)
+    (no weights make the features independent, see :func:`memcap.construct.dana_features.feature_count`);
+    features of the kept sequences of rank < T_eps (draw again); a singular M_0 (perturb E).
     The result lives on the encoder's device; ``generator`` (None: seeded with 0) draws the generic weights.
     """
     if not isinstance(encoder, SequenceEncoder):
@@ -509,6 +520,10 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
     if fake_head_scale is not None:
         positive_real("fake_head_scale", fake_head_scale)
     T, S = tokens.shape
+    if S < 2:
+        raise ValueError(f"tokens must have S >= 2 columns: {_DANA} Theorem 1 needs S >= 2, got S = {S}; with "
+                         f"S = 1 each head attends to its one position, so the heads only repeat the skip "
+                         f"connection x_1(t) and the features have rank <= min(d, L) for every draw")
     check_shape("encoder.embedding", encoder.embedding, (T, d), "(T, d)")
     weights = _prior(prior, T, dev)
     kept = most_likely_sequences(weights, epsilon)
@@ -522,6 +537,14 @@ def theorem1_aot(encoder: SequenceEncoder, tokens: torch.Tensor, *, heads: int, 
         raise ValueError(f"{what} > H d_h + min(d, L): the kept sequences end in only L = {last} distinct tokens, "
                          f"so the skip connection x_S = e(t_S) + pos_S adds only min(d, L) = {min(d, last)} "
                          f"dimensions and at most {capacity - d + min(d, last)} sequences can be fitted")
+    from memcap.construct.dana_features import feature_count  # it imports this module: import here
+    kappa = feature_count(tokens[kept], d, H, d_h)
+    if kept.numel() > kappa:
+        n = int(torch.unique(tokens[kept]).numel())
+        raise ValueError(
+            f"{what} = {kept.numel()} exceeds the feature count kappa = min(d, L) + H min(d_h, n + S - 2) = "
+            f"min({d}, {last}) + {H} min({d_h}, {n} + {S} - 2) = {kappa}: no weights make the features of these "
+            f"sequences independent (L distinct last tokens, n distinct tokens)")
     with _resolve.one_cpu_thread(dev):
         return _solve_theorem1(encoder, tokens, kept, H, d_h, gen, fake_head_scale, draws)
 

@@ -902,7 +902,7 @@ def readout_weights(features: torch.Tensor, labels: torch.Tensor, *, heads: int,
 
 
 def memorize_tolerance(dtype: torch.dtype) -> float:
-    """How exactly :func:`theorem1_construction` must fit its labels, relative to max(1, max |y|): 1e-6 in
+    """How exactly :func:`theorem1_construction` must fit its labels, relative to max(1, max abs(y)): 1e-6 in
     float64, 1e-3 in float32 (MPS, which lacks float64); it raises beyond that."""
     if dtype not in (torch.float64, torch.float32):
         raise ValueError(f"dtype must be torch.float64 or torch.float32, got {dtype}")
@@ -934,10 +934,14 @@ def theorem1_construction(contexts: torch.Tensor, queries: torch.Tensor, labels:
     With ``skip=True`` (Remark 2, Appendix C: o = W_O^T [p_1; ...; p_H] + e) the labels are first shifted
     to y - e[:d_out]. ``labels``: (T,) or (T, d_out) real; ``value_dim`` d_v defaults to d_out.
     ``query_kruskal_rank``: None (Theorem 1, queries of Kruskal rank >= n), Q < n (Remark 1), or
-    ``'auto'`` (Q computed exactly; Remark 1 only when Q < n). Queries of low Kruskal rank are refused
-    with a message that says how to use Remark 1. Inputs that meet the assumptions only up to rounding can
-    give weights that do not fit the labels in floating point: then a ValueError says so (the fit is
-    measured, see :func:`memorize_tolerance`).
+    ``'auto'`` (Q computed exactly; Remark 1 only when Q < n). Assumption 1 is tested by
+    :func:`memcap.linalg.check_assumption_1` on the T queries: exactly when C(T, n) is at most
+    ``memcap.linalg.DEFAULT_MAX_SUBSETS``, and then queries of low Kruskal rank are refused with a
+    message that says how to use Remark 1. On larger sets it is the paper's randomized test
+    (:func:`memcap.linalg.assumption_1_method` says which), and queries with a dependent n-subset can
+    pass it (the construction still refuses a dependency among the queries one of its steps uses).
+    Inputs that meet the assumptions only up to rounding can give weights that do not fit the labels in
+    floating point: then a ValueError says so (the fit is measured, see :func:`memorize_tolerance`).
     """
     E, e = _data(contexts, queries)
     T, n, d = E.shape
@@ -976,8 +980,10 @@ def memorize(contexts: torch.Tensor, queries: torch.Tensor, labels: torch.Tensor
     """Theorem 1: weights of an H-head attention layer with y_hat^(t) = y^(t) for all T examples.
 
     ``contexts``: (T, n, d) or shared (n, d); ``queries``: (T, d); ``labels``: (T,) or (T, d_out).
-    ``query_kruskal_rank``: None, Q < n (Remark 1) or ``'auto'``. See :func:`theorem1_construction`
-    (which also returns the certificate).
+    ``query_kruskal_rank``: None, Q < n (Remark 1) or ``'auto'``. Queries of low Kruskal rank are refused
+    for certain only when C(T, n) is at most ``memcap.linalg.DEFAULT_MAX_SUBSETS`` (the exact test of
+    Assumption 1); on larger sets a dependent n-subset can pass the paper's randomized test. See
+    :func:`theorem1_construction` (which also returns the certificate).
     """
     return theorem1_construction(contexts, queries, labels, heads=heads, head_dim=head_dim, value_dim=value_dim,
                                  skip=skip, query_kruskal_rank=query_kruskal_rank, generator=generator).params

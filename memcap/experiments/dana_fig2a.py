@@ -56,7 +56,8 @@ class DimSummary:
     kink of Dana et al.'s Figure 2(a) is ``below.slope > above.slope``. ``best_break``: the value b of d
     at which two such lines (on d <= b and on d >= b, each over at least :data:`MIN_SIDE` values) leave
     the smallest summed squared residual, i.e. where the data place the kink (:func:`best_break`).
-    ``cor2`` = phi(H d_h + d); ``previous`` = phi(H(d_h - 1) + 1) (constant in d).
+    ``cor2`` = phi(H d_h + d) (NaN at d = 1, where Corollary 2 does not hold); ``previous`` =
+    phi(H(d_h - 1) + 1) (constant in d).
     """
 
     dim: np.ndarray
@@ -125,7 +126,7 @@ def summarize(results) -> DimSummary:
                          f"(d_h itself counts on both), got {d.tolist()}")
     return DimSummary(
         dim=d, accuracy=acc, spread=spread,
-        cor2=np.array([bounds.cor2_accuracy(H, d_h, int(k), N, T0) for k in d]),
+        cor2=np.array([bounds.cor2_accuracy(H, d_h, int(k), N, T0) if k >= 2 else np.nan for k in d]),
         previous=np.full(d.shape, previous_accuracy(H, d_h, N, T0)),
         below=linear_fit(d[lo], acc[lo]), above=linear_fit(d[hi], acc[hi]), best_break=best_break(d, acc),
         heads=H, head_dim=d_h, vocab=N, T0=T0)

@@ -40,11 +40,17 @@ def _one_head_cases():
                contexts, queries, examples, weight, dh)
 
 
+_REFUSAL = "open simplex"
+"""What claim1_head's refusal of an attention row with a zero entry says (the chapter's expect_refusal matches
+it too): with weight 1 only this refusal counts, not any error of the answer's own."""
+
+
 @checker("ex-mahdavi-one-head-3", CHAPTER)
 def last_token_head(last_token_head):
     """A function (contexts, queries, examples, weight, head_dim) -> a head (W_K, W_Q of shape (d, d_h))
     under which each chosen example puts the given weight on its last token and spreads the rest
-    evenly, on data of the checker's own (three cases); with weight exactly 1 it must refuse (raise)."""
+    evenly, on data of the checker's own (three cases); with weight exactly 1 claim1_head must refuse (a
+    ValueError: the attention is not in the open simplex)."""
     for description, contexts, queries, examples, weight, dh in _one_head_cases():
         with case(description):
             head = call(last_token_head, *to_case_device(contexts, queries), list(examples), weight, dh)
@@ -70,8 +76,12 @@ def last_token_head(last_token_head):
         description, contexts, queries, examples, _, dh = next(_one_head_cases())
         try:
             head = last_token_head(*to_case_device(contexts, queries), list(examples), 1.0, dh)
-        except Exception:
-            return
+        except Exception as err:
+            if isinstance(err, ValueError) and _REFUSAL in str(err):
+                return
+            fail(f"with weight exactly 1 your function raised {type(err).__name__}: {str(err)[:300]}",
+                 expected=f"claim1_head's refusal, a ValueError saying the attention must lie in the {_REFUSAL}",
+                 hint="build the prescribed attention as for other weights and let claim1_head refuse it")
         fail("with weight exactly 1 your function returned a head instead of refusing",
              got=type(head).__name__,
              hint="no finite logits put all the weight on one token; let claim1_head say so")

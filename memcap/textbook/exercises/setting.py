@@ -16,6 +16,7 @@ from memcap.textbook.exercises.checking import (
     numbers_by_key,
     tensor_answer,
     to_case_device,
+    whole_number,
 )
 
 CHAPTER = "book/setting"
@@ -27,21 +28,23 @@ DIM, CONTEXT, EXAMPLES, HEAD_DIMS = 64, 32, 10_000, (64, 16)
 def heads_and_parameters(heads, parameters):
     """The fewest heads that guarantee T = 10 000 examples (d = 64, n = 32, d_v = d_out = 1) for
     d_h = 64 and d_h = 16, and the parameter count of each layer as bounds.mha_param_count counts it
-    (the paper's count, without W_O; two dicts keyed by d_h)."""
+    (the paper's count, without W_O; two dicts keyed by d_h). Both are whole numbers, compared exactly."""
     given_heads = numbers_by_key(heads, HEAD_DIMS, "heads")
     given_params = numbers_by_key(parameters, HEAD_DIMS, "parameters")
     for dh in HEAD_DIMS:
         with case(f"d_h = {dh}"):
             needed = math.ceil((EXAMPLES - 1) / (min(CONTEXT, dh) - 1))
-            value = given_heads[dh]
             hint = "the smallest H with H(min(n, d_h) - 1) + 1 >= T"
+            value = whole_number(given_heads[dh], "the number of heads", hint=hint)
             if dh > CONTEXT and value == math.ceil((EXAMPLES - 1) / (dh - 1)):
                 hint = f"only min(n, d_h) counts: a head cannot use more than n = {CONTEXT} dimensions"
             elif value == needed - 1:
                 hint = "round up: with one head fewer, H(min(n, d_h) - 1) + 1 is still below T"
-            close(value, needed, "the number of heads", hint=hint)
-            close(given_params[dh], bounds.mha_param_count(needed, DIM, dh, 1, 1), "the parameter count",
-                  hint="2Hdd_h + Hdd_v + dd_out with d_v = d_out = 1, for the number of heads found")
+            close(value, needed, "the number of heads", rtol=0.0, hint=hint)
+            hint = "2Hdd_h + Hdd_v + dd_out with d_v = d_out = 1, for the number of heads found"
+            count = whole_number(given_params[dh], "the parameter count", hint=hint)
+            close(count, bounds.mha_param_count(needed, DIM, dh, 1, 1), "the parameter count", rtol=0.0,
+                  hint=hint)
 
 
 def _layers():
