@@ -45,14 +45,15 @@ from memcap._checks import (
 )
 from memcap._schema import Key, keyed, one_of
 from memcap.construct import dana, mahdavi
-from memcap.data import association_task, sinusoidal_positions
-from memcap.models import AoTParams, MHAParams, aot_attention, aot_forward, init_aot
+from memcap.data import MemorizationTask, association_task, sinusoidal_positions
+from memcap.models import AoTParams, MHAParams, aot_attention, aot_forward, init_aot, mha_attention
 from memcap.train import AoTSpec, MHASpec
 
 __all__ = ["DTYPE", "RANK_MARGIN", "token_inputs", "aot_from_mha", "Hypothesis", "mahdavi_hypotheses", "Bound",
            "mahdavi_bound", "last_token_count", "dana_bound", "dana_table", "dana_association_aot",
-           "mahdavi_association_aot", "mahdavi_classifier", "label_aware_head", "feature_rank", "TABLES",
-           "feature_rank_survey", "trained_aot_attention", "engine_param_count", "readout_weights", "certified_fit"]
+           "mahdavi_association_aot", "mahdavi_classifier", "classifier_attention", "label_aware_head",
+           "feature_rank", "TABLES", "feature_rank_survey", "trained_aot_attention", "engine_param_count",
+           "readout_weights", "certified_fit"]
 
 DTYPE = torch.float64
 """Constructions and rank computations run in float64."""
@@ -410,6 +411,34 @@ def mahdavi_classifier(contexts: torch.Tensor, queries: torch.Tensor, labels: to
     return {"W_K": p.W_K * math.sqrt(d), "W_Q": p.W_Q, "W_V": p.W_V, "W_O": p.W_O,
             "W_D": p.W_D[:, :1] * c[None, :], "W_E": torch.eye(d, dtype=DTYPE, device=E.device),
             "b_E": torch.zeros(d, dtype=DTYPE, device=E.device), "b_D": -c ** 2 / 2}
+
+
+def classifier_attention(task: MemorizationTask, weights: Mapping) -> torch.Tensor:
+    """The attention weights theta (T, H, n) of Mahdavi et al.'s classifier on the examples of ``task``.
+
+    ``task``: the training set (:func:`memcap.data.mahdavi_task`), a context (n, d) or (T, n, d) and
+    queries (T, d); ``weights``: the weights :func:`memcap.synthesis.mahdavi_classifier` returns, of which
+    ``W_K`` and ``W_Q`` (H, d, d_h) are used. The model sees each token with its sinusoidal position added
+    (the query at position 0, the context tokens at 1, ..., n; the embedding is the identity) and scales
+    its keys by 1/sqrt(d), as the training engine's forward pass does. Computed in float64 on the task's
+    device.
+    """
+    if not isinstance(task, MemorizationTask):
+        raise TypeError(f"task must be a memcap.data.MemorizationTask, got {type(task).__name__}")
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"weights must be a dict of tensors by name, got {type(weights).__name__}")
+    missing = [k for k in ("W_K", "W_Q") if k not in weights]
+    if missing:
+        raise ValueError(f"weights has no {' and no '.join(missing)}: give the dict mahdavi_classifier returns")
+    n, d = task.contexts.shape[-2:]
+    dev = task.contexts.device
+    W_K = check_shape("weights['W_K']", real_tensor("weights['W_K']", weights["W_K"], dtype=torch.float64,
+                                                    device=dev), (None, d, None), "(H, d, d_h)")
+    W_Q = check_shape("weights['W_Q']", real_tensor("weights['W_Q']", weights["W_Q"], dtype=torch.float64,
+                                                    device=dev), tuple(W_K.shape), "(H, d, d_h), as W_K's")
+    pos = sinusoidal_positions(n + 1, d, dtype=torch.float64, device=dev)
+    contexts, queries = task.contexts.to(torch.float64) + pos[1:], task.queries.to(torch.float64) + pos[0]
+    return mha_attention(W_K / d ** 0.5, W_Q, contexts, queries)                    # (T, H, n)
 
 
 def label_aware_head(context: torch.Tensor, queries: torch.Tensor, labels: torch.Tensor) -> MHAParams:

@@ -394,6 +394,19 @@ def _gen(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def _classifier_and_task(dev: torch.device) -> dict:
+    """A shared-context classification task (T = 3, n = 3, d = 6) on ``dev`` and Mahdavi et al.'s
+    classifier for it (one head of dimension 3)."""
+    from memcap import synthesis
+    from memcap.data import mahdavi_task
+
+    task = mahdavi_task(3, 3, 6, shared=True, task="classification", classes=3, generator=_gen(2), dtype=F64,
+                        device=dev)
+    weights = synthesis.mahdavi_classifier(task.contexts, task.queries, task.labels, classes=3, heads=1,
+                                           head_dim=3, generator=_gen(3))
+    return {"task": task, "weights": weights}
+
+
 def _mahdavi(dev: torch.device, T: int = 5, n: int = 3, d: int = 6) -> dict:
     """A small Mahdavi task (per-example contexts) in float64 on ``dev``: contexts, queries, labels."""
     g = _gen(1)
@@ -906,6 +919,8 @@ def cases() -> dict[str, Case]:
                                                         "labels": torch.tensor([0, 2, 1]).to(dev), "classes": 3,
                                                         "heads": 1, "head_dim": 3},
              tensors=("contexts", "queries"), ids=("labels",)),
+        Case(synthesis.classifier_attention, lambda dev: _classifier_and_task(dev),
+             tensors=("weights.W_K", "weights.W_Q")),
         Case(synthesis.label_aware_head, lambda dev: {"context": _mahdavi(dev)["contexts"][0, :2],
                                                       "queries": _mahdavi(dev)["queries"][:3],
                                                       "labels": _mahdavi(dev)["labels"][:3]},

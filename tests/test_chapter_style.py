@@ -251,3 +251,18 @@ def test_exercise_tag_detection():
     assert _untagged_exercises(start + "**(Proof, easy, 10 min.)** Show that") == []
     assert _untagged_exercises(start + "(Proof, easy, 10 min.) Show that") == ["(Proof, easy, 10 min.) Show that"]
     assert _untagged_exercises(start + "Show that") == ["Show that"]
+
+
+_MATH_GLUE = re.compile(r"""\b(?:glue_sci|glue_md|page\.glue_md|page\.glue_sci)\(\s*["']([^"'{}]+)["']""")
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_math_glued_values_are_pasted_as_markdown(doc):
+    """``glue_sci`` and ``glue_md`` glue markdown (math such as ``$3 \\times 10^{-6}$``): pasted with
+    ``{glue:text}`` or ``{glue}`` the reader sees the raw dollars, which only the browser check of a
+    built site would catch, after a whole build."""
+    text = (ROOT / f"{doc}.md").read_text(encoding="utf-8")
+    names = set(_MATH_GLUE.findall(text))
+    raw = sorted({name for name in names
+                  if re.search(r"\{glue(?::text)?\}`" + re.escape(name) + r"[`:]", text)})
+    assert not raw, f"{doc}: paste {raw} with {{glue:md}}`name:myst`, not {{glue:text}} or {{glue}}"

@@ -241,6 +241,15 @@ def _returning(label: str, change) -> tuple:
     return (lambda *args: change(function(*args)),)
 
 
+def _relu_floors(floor) -> tuple:
+    """ex-mahdavi-relu-2's right answer with Proposition 3's bounds rounded down by ``floor``."""
+    from memcap import bounds
+
+    return ({o: floor(bounds.relu_capacity(32, 40, o)) for o in (1, 64)},
+            {o: bounds.relu_param_count(32, 64, 40, o) for o in (1, 64)},
+            bounds.mha_capacity(40, 32, 32), bounds.mha_param_count(40, 64, 32, 1, 1))
+
+
 ROUNDED = [
     ("three significant digits", "ex-dana-aot-2", lambda: (lambda a: (a[0], _digits(a[1], 3)))(reference_answer(
         "ex-dana-aot-2")[0])),
@@ -263,6 +272,10 @@ ROUNDED = [
      lambda: _returning("ex-dana-t1-3", lambda v: torch.tensor(float(v), dtype=torch.float32))),
     ("a float32 perturbation", "ex-mahdavi-toolkit-3",
      lambda: _returning("ex-mahdavi-toolkit-3", lambda delta: torch.as_tensor(delta).float())),
+    ("floors as tensors", "ex-mahdavi-relu-2", lambda: _relu_floors(lambda b: torch.floor(torch.tensor(b)))),
+    ("floors from SymPy", "ex-mahdavi-relu-2",
+     lambda: _relu_floors(lambda b: __import__("sympy").floor(__import__("sympy").nsimplify(b)))),
+    ("verdicts as 0-d bool tensors", "ex-syn-side-3", lambda: (_certify_as("tensor"),)),
 ]
 
 
@@ -468,7 +481,47 @@ def _side_costs(invert_dana=False, value_dim=1):
     return mahdavi, ({H: 1 / v for H, v in dana.items()} if invert_dana else dana)
 
 
-_SHARES = {1: 0.0, 2: 4 / 15, 3: 10 / 22, 4: 65 / 116, 5: 114 / 180, 6: 180 / 258}   # measured, seed 3
+def _open3_measure(how="right"):
+    """measure(task, weights) for ex-syn-open-3, or a typical mistake: ``formula`` ((H-1)(T-n+1)/(HT) without
+    measuring), ``unsaturated`` (the share of unsaturated pairs), ``unscaled`` (keys not scaled by 1/sqrt(d))."""
+    from memcap.data import sinusoidal_positions
+    from memcap.experiments.mahdavi_fig3 import saturation
+    from memcap.models import mha_attention
+
+    def measure(task, weights):
+        H, T = weights["W_K"].shape[0], task.queries.shape[0]
+        n, d = task.contexts.shape[-2:]
+        if how == "formula":
+            return (H - 1) * (T - n + 1) / (H * T)
+        pos = sinusoidal_positions(n + 1, d, dtype=torch.float64, device=task.contexts.device)
+        W_K = weights["W_K"] if how == "unscaled" else weights["W_K"] / d ** 0.5
+        theta = mha_attention(W_K, weights["W_Q"], task.contexts + pos[1:], task.queries + pos[0])
+        share = saturation(theta.cpu().numpy())["fraction_saturated"]
+        return 1 - share if how == "unsaturated" else share
+    return measure
+
+
+def _more_heads(factor=2):
+    """A second layer for ex-mahdavi-skip-3 with ``factor`` times the heads it is given."""
+    from memcap.construct import mahdavi_limits as ml
+    from memcap.construct.mahdavi import memorize
+
+    def fit(contexts, queries, labels, first_layer, heads, head_dim):
+        contexts, queries = ml.apply_self_attention(first_layer, contexts, queries)
+        return memorize(contexts, queries, labels, heads=factor * heads, head_dim=head_dim,
+                        generator=torch.Generator().manual_seed(7))
+    return fit
+
+
+def _certify_as(kind):
+    """A right certify for ex-syn-side-3 whose True and False are ``kind``: ``int`` (1 and 0) or ``tensor`` (0-d
+    bool tensors, as torch comparisons give them)."""
+    def certify(mse, examples, tol):
+        verdict = True if (examples * mse) ** 0.5 <= tol else False if mse ** 0.5 > tol else None
+        if verdict is None:
+            return None
+        return int(verdict) if kind == "int" else torch.tensor(verdict, device="cpu")
+    return certify
 
 
 def _take_needed(inverse=False, zero=False):
@@ -507,6 +560,7 @@ WRONG = [
     ("ex-mahdavi-skip-2", lambda: (torch.tensor([2.5, -4.5], device="cpu"),), "first d_out coordinates"),
     ("ex-mahdavi-skip-3", lambda: (_second_layer(first=False),), "Assumption 1"),
     ("ex-mahdavi-skip-3", lambda: (lambda *a: a[3],), "one number per example"),
+    ("ex-mahdavi-skip-3", lambda: (_more_heads(),), "given number of heads and head dimension"),
     ("ex-dana-aot-2", lambda: _aot_gpt2(total_fix=1024 * 768), "positional embedding"),
     ("ex-dana-aot-2", lambda: _aot_gpt2(percent=True), "not a percentage"),
     ("ex-dana-aot-3", lambda: (lambda params, perm: params,), "not moved at all"),
@@ -682,6 +736,7 @@ WRONG += [
      "not a percentage"),
     ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 313), "not n = 32"),
     ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 322), "round up"),
+    ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(), 322.9998), "heads_needed should be a whole number"),
     ("ex-mahdavi-experiments-2", lambda: (_mexp_guaranteed(count_shift=-1), 323), "each further head r - 1"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [0.2, 0.4, 0.7]), "look like accuracies"),
     ("ex-mahdavi-experiments-3", lambda: (_mexp_specs(), [30.5, 60, 105]), "whole number"),
@@ -702,6 +757,8 @@ WRONG += [
      "one entry for each of [140, 180]"),
     ("ex-dana-exp-2", lambda: (19, 12), "round up"),
     ("ex-dana-exp-2", lambda: (20, 11), "1.7 H d_h + d is still below"),
+    ("ex-dana-exp-2", lambda: (19.99999, 12), "H_cor2 should be a whole number"),    # within rtol 1e-6 of 20
+    ("ex-dana-exp-2", lambda: (20, 11.99999), "H_paper should be a whole number"),
     ("ex-dana-exp-3", lambda: (_dana_per_head(chance=False),), "guessed right by chance"),
     ("ex-dana-exp-3", lambda: (_dana_per_head(per_dh=False),), "in units of d_h"),
     ("ex-dana-exp-3", lambda: (lambda h, a, N, T, k: [0.0] * len(h),), "one number"),
@@ -711,12 +768,15 @@ WRONG += [
     ("ex-syn-side-3", lambda: (lambda mse, T, tol: mse ** 0.5 <= tol,), "the mean cannot decide"),
     ("ex-syn-side-3", lambda: (lambda mse, T, tol: mse <= tol,), "at least the mean"),
     ("ex-syn-side-3", lambda: (lambda mse, T, tol: "yes",), "True, False or None"),
+    ("ex-syn-side-3", lambda: (_certify_as("int"),), "not 1/0 or a tensor"),
     ("ex-syn-open-2", lambda: (22, 64), "contributes d = 3"),
     ("ex-syn-open-2", lambda: (20, 61), "round up"),
-    ("ex-syn-open-3", lambda: ({H: 1 - v for H, v in _SHARES.items()},), "not unsaturated"),
-    ("ex-syn-open-3", lambda: ({H: 100 * v for H, v in _SHARES.items()},), "between 0 and 1"),
-    ("ex-syn-open-3", lambda: ({H: v + 0.001 for H, v in _SHARES.items()},), "count of pairs"),
-    ("ex-syn-open-3", lambda: ({H: (H - 1) / H for H in _SHARES},), "far from what the construction"),
+    ("ex-syn-open-2", lambda: (20.99999, 61), "should be a whole number"),    # within rtol 1e-6 of 21
+    ("ex-syn-open-3", lambda: (_open3_measure("formula"),), "not a measurement"),
+    ("ex-syn-open-3", lambda: (_open3_measure("unsaturated"),), "share of unsaturated pairs"),
+    ("ex-syn-open-3", lambda: (_open3_measure("unscaled"),), "scales the keys by 1/sqrt(d)"),
+    ("ex-syn-open-3", lambda: (lambda task, weights: 100 * _open3_measure()(task, weights),), "between 0 and 1"),
+    ("ex-syn-open-3", lambda: ({H: 0.5 for H in range(1, 7)},), "measure should be a function"),
     ("ex-syn-take-2", lambda: (_take_needed(inverse=True),), "times the examples"),
     ("ex-syn-take-2", lambda: (_take_needed(zero=True),), "no guaranteed rate"),
     ("ex-syn-take-2", lambda: (lambda row, examples: 1.0,), "should give a pair"),
@@ -745,6 +805,24 @@ def test_edge_checker_passes_exact_shares_and_knows_fig3s_sizes():
     assert experiments_mahdavi.EDGE[1] == min(T for T in mahdavi_fig3.QUICK["capacity_candidates"]   # next rung
                                               if T > experiments_mahdavi.EDGE[0])
 
+
+
+def test_statements_say_what_the_checker_checks_and_expects():
+    """A checker that cannot train again says so in the statement, and an answer it requires (None for a model
+    without a theorem) is asked for there."""
+    for doc, label, phrase in (("book/experiments/mahdavi", "ex-mahdavi-experiments-3", "does not train again"),
+                               ("book/experiments/mahdavi", "ex-mahdavi-experiments-4", "does not train again"),
+                               ("book/synthesis/takeaways", "ex-syn-take-2", "`None` for a model without a theorem")):
+        block = _exercise_block((ROOT / f"{doc}.md").read_text(encoding="utf-8"), label, "exercise")
+        assert phrase in " ".join(block.split()), (label, phrase)
+
+
+def test_syn_open_3s_checker_builds_the_statements_classifiers():
+    from memcap import bounds
+    from memcap.textbook.exercises import synthesis_open_questions as soq
+
+    sizes = [(H, T, tuple(task.contexts.shape), tuple(w["W_K"].shape)) for H, T, task, w in soq._classifiers()]
+    assert sizes == [(H, bounds.mha_capacity(H, 8, 16), (8, 16), (H, 16, 16)) for H in range(1, 7)]
 
 
 def test_setting_2s_statement_solution_and_checker_give_the_same_sizes():
@@ -777,6 +855,15 @@ def test_a_near_miss_is_told_by_its_relative_gap_not_as_about_1_times():
     with pytest.raises(Failure) as failure:
         close(1.5, 1.0, "the ratio")
     assert "about 1.5 times too large" in str(failure.value)
+
+
+def test_a_near_whole_number_is_shown_in_full():
+    from memcap.textbook.exercises.checking import Failure, whole_number
+
+    # to 6 digits 20.99999 reads "21": the student would see "should be a whole number, got: 21"
+    with pytest.raises(Failure) as failure:
+        whole_number(20.99999, "the number of heads")
+    assert "should be a whole number" in str(failure.value) and "20.99999" in str(failure.value)
 
 
 def test_wrong_calls_say_how_to_call():

@@ -225,3 +225,36 @@ def test_saturation_summary_from_kept_weights():
         assert s.max_weight.shape == (s.examples, s.heads) and 0 <= s.fraction_saturated <= 1
     assert out[2].memorized and out[3].memorized
     assert out[2].examples == bounds.mha_capacity(4, 8, 16) and out[1].positions == g["aot"]["model"]["seq_len"]
+
+
+def test_classifier_attention_is_the_models_attention_and_names_bad_arguments():
+    """The classifier's attention is the training engine's (positions added, keys scaled by 1/sqrt(d)), of a
+    model that classifies every example; its first head saturates nowhere, the second on most examples."""
+    import torch
+
+    from memcap.data import mahdavi_task
+    from memcap.train.forward import mha_outputs
+
+    gen = torch.Generator().manual_seed(0)
+    task = mahdavi_task(15, 8, 16, classes=100, generator=gen, dtype=torch.float64, device="cpu")
+    w = synthesis.mahdavi_classifier(task.contexts, task.queries, task.labels, classes=100, heads=2, head_dim=16,
+                                     generator=gen)
+    theta = synthesis.classifier_attention(task, w)
+    assert theta.shape == (15, 2, 8) and torch.allclose(theta.sum(-1), torch.ones(15, 2, dtype=torch.float64))
+    top = theta.max(-1).values
+    assert (top[:, 0] <= 0.99).all() and (top[:, 1] > 0.99).sum() >= 8      # (H-1)(T-n+1) = 8
+    positions = syn_saturation.sinusoidal_positions(9, 16, dtype=torch.float64, device="cpu")
+    logits, engine = mha_outputs({k: v[None] for k, v in w.items()}, task.contexts[None], task.queries[None], positions)
+    assert torch.allclose(theta, engine[0], rtol=0, atol=1e-12) and (logits[0].argmax(1) == task.labels).all()
+    with pytest.raises(TypeError, match="task must be a memcap.data.MemorizationTask"):
+        synthesis.classifier_attention((task.contexts, task.queries), w)
+    with pytest.raises(TypeError, match="weights must be a dict"):
+        synthesis.classifier_attention(task, [w["W_K"], w["W_Q"]])
+    with pytest.raises(ValueError, match="weights has no W_Q"):
+        synthesis.classifier_attention(task, {"W_K": w["W_K"]})
+    with pytest.raises(ValueError, match=r"weights\['W_K'\] must have shape \(H, d, d_h\)"):
+        synthesis.classifier_attention(task, {**w, "W_K": w["W_K"][:, :4]})
+    with pytest.raises(ValueError, match=r"weights\['W_Q'\] must have shape"):
+        synthesis.classifier_attention(task, {**w, "W_Q": w["W_Q"][:1]})
+    with pytest.raises(ValueError, match=r"weights\['W_K'\]"):
+        synthesis.classifier_attention(task, {**w, "W_K": w["W_K"] * float("nan")})

@@ -19,7 +19,7 @@ from memcap import bounds, synthesis
 from memcap.data import mahdavi_task, sinusoidal_positions
 from memcap.experiments._grids import split_jobs
 from memcap.experiments.mahdavi_fig3 import SATURATION_THRESHOLD, saturation
-from memcap.models import aot_attention, aot_forward, mha_attention
+from memcap.models import aot_attention, aot_forward
 from memcap.train import AoTSpec, MHASpec, TrainConfig, mha_forward_stacked, spec_from_dict, trained_attention
 
 NAME = "syn_saturation"
@@ -135,8 +135,8 @@ def constructions(g: dict, seed: int = 0) -> list[Saturation]:
                         dtype=torch.float64, device="cpu")
     w = synthesis.mahdavi_classifier(task.contexts, task.queries, task.labels, classes=m["classes"], heads=H,
                                      head_dim=d_h, generator=gen)
+    theta = synthesis.classifier_attention(task, w)
     pos = sinusoidal_positions(n + 1, d, dtype=torch.float64, device=task.contexts.device)
-    theta = mha_attention(w["W_K"] / d ** 0.5, w["W_Q"], task.contexts + pos[1:], task.queries + pos[0])
     logits = mha_forward_stacked({k: v[None] for k, v in w.items()}, task.contexts[None], task.queries[None],
                                  pos)[0]
     accuracy = float((logits.argmax(1) == task.labels).double().mean())

@@ -370,7 +370,8 @@ def whole_number(value: Any, what: str, *, hint: str | None = None) -> int:
     """
     value = number(value, what, hint=hint)
     if not (math.isfinite(value) and value.is_integer()):
-        fail(f"{what} should be a whole number", got=value, hint=hint)
+        # in full: 20.99999 shown to 6 digits would read "got: 21"
+        fail(f"{what} should be a whole number", got=repr(value), hint=hint)
     return int(value)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from memcap import bounds
 from memcap.experiments import dana_fig4
 from memcap.fits import linear_fit
-from memcap.textbook.exercises.checking import call, case, checker, close, expect
+from memcap.textbook.exercises.checking import call, case, checker, close, expect, whole_number
 
 CHAPTER = "book/experiments/dana"
 
@@ -16,20 +16,23 @@ CHAPTER = "book/experiments/dana"
 @checker("ex-dana-exp-2", CHAPTER)
 def heads_for_full_accuracy(H_cor2, H_paper):
     """The smallest H for which Corollary 2 guarantees accuracy 1 with N = 10, T_0 = 100, d = 2,
-    d_h = 5, and the smallest H at which 1.7 H d_h + d associations cover the T_0 sequences."""
+    d_h = 5, and the smallest H at which 1.7 H d_h + d associations cover the T_0 sequences (whole
+    numbers, compared exactly)."""
     N, T0, d, dh = 10, 100, 2, 5
     with case("Corollary 2"):
         expected = next(H for H in range(1, 1000) if bounds.cor2_accuracy(H, dh, d, N, T0) >= 1)
         hint = "Corollary 2 reaches accuracy 1 once H d_h + d >= T_0"
-        if H_cor2 == expected - 1:
+        value = whole_number(H_cor2, "H_cor2", hint=hint)
+        if value == expected - 1:
             hint = "round up: with one head fewer, H d_h + d is still below T_0"
-        close(H_cor2, expected, "the number of heads", hint=hint)
+        close(value, expected, "the number of heads", rtol=0.0, hint=hint)
     with case("the paper's 1.7 d_h per head"):
         expected = next(H for H in range(1, 1000) if dana_fig4.PAPER_PER_HEAD * H * dh + d >= T0)
         hint = "solve 1.7 H d_h + d >= T_0 for the smallest whole H"
-        if H_paper == expected - 1:
+        value = whole_number(H_paper, "H_paper", hint=hint)
+        if value == expected - 1:
             hint = "round up: with one head fewer, 1.7 H d_h + d is still below T_0"
-        close(H_paper, expected, "the number of heads", hint=hint)
+        close(value, expected, "the number of heads", rtol=0.0, hint=hint)
 
 
 _CASES = (  # (description, heads, accuracies, N, T0, d_h)

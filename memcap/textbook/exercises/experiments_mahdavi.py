@@ -15,6 +15,7 @@ from memcap.textbook.exercises.checking import (
     number,
     numbers_by_key,
     tensor_answer,
+    whole_number,
 )
 from memcap.train import MHASpec
 
@@ -26,7 +27,7 @@ SIZES = (10_000, 40_000)
 def guarantee_at_paper_size(guaranteed, heads_needed):
     """The accuracy Theorem 1 guarantees (f + (1 - f)/C) for H = 60, n = 32, d = d_h = 64, C = 100 at
     T = 10 000 and 40 000 (a dict keyed by T, or a list in that order, as fractions), and the smallest
-    number of heads that guarantees all T = 10 000 examples."""
+    number of heads that guarantees all T = 10 000 examples (a whole number, compared exactly)."""
     given = numbers_by_key(guaranteed, SIZES, "guaranteed")
     capacity = bounds.mha_capacity(60, 32, 64)
     for T in SIZES:
@@ -47,13 +48,13 @@ def guarantee_at_paper_size(guaranteed, heads_needed):
             close(value, expected, "the guaranteed accuracy", rtol=1e-5, hint=hint)
     with case("heads needed for all T = 10 000 examples"):
         needed = next(H for H in range(1, 10_000) if bounds.mha_capacity(H, 32, 64) >= 10_000)
-        value = number(heads_needed, "heads_needed")
         hint = "each head adds r - 1 = min(n, d_h) - 1 examples to the one of the first"
+        value = whole_number(heads_needed, "heads_needed", hint=hint)
         if value == needed - 1:
             hint = "round up: with one head fewer, H(r-1)+1 is still below T"
-        elif math.isclose(value, math.ceil(10_000 / 32)):
+        elif value == math.ceil(10_000 / 32):
             hint = "each head adds r - 1 = 31 examples, not n = 32"
-        close(value, needed, "the number of heads", hint=hint)
+        close(value, needed, "the number of heads", rtol=0.0, hint=hint)
 
 
 @checker("ex-mahdavi-experiments-3", CHAPTER)

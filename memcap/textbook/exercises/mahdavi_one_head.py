@@ -77,7 +77,8 @@ def last_token_head(last_token_head):
         try:
             head = last_token_head(*to_case_device(contexts, queries), list(examples), 1.0, dh)
         except Exception as err:
-            if isinstance(err, ValueError) and _REFUSAL in str(err):
+            # by name: through the grader the refusal comes back as a RemoteError named ValueError
+            if type(err).__name__ == "ValueError" and _REFUSAL in str(err):
                 return
             fail(f"with weight exactly 1 your function raised {type(err).__name__}: {str(err)[:300]}",
                  expected=f"claim1_head's refusal, a ValueError saying the attention must lie in the {_REFUSAL}",

@@ -10,7 +10,16 @@ from memcap import bounds
 from memcap.construct import mahdavi_limits, relu_exact
 from memcap.construct.mahdavi_limits import ReLUFit
 from memcap.construct.relu_exact import ExactReLUBound
-from memcap.textbook.exercises.checking import case, checker, close, expect, fail, numbers_by_key, on_device
+from memcap.textbook.exercises.checking import (
+    case,
+    checker,
+    close,
+    expect,
+    fail,
+    number,
+    numbers_by_key,
+    on_device,
+)
 
 CHAPTER = "book/mahdavi/relu"
 OUT_DIMS = (1, 64)
@@ -26,8 +35,8 @@ def relu_against_attention(relu_examples, relu_parameters, attention_examples, a
     for out in OUT_DIMS:
         with case(f"ReLU network, d_out = {out}"):
             bound = bounds.relu_capacity(32, 40, out)
-            value = examples[out]
-            if not (isinstance(value, (int, float)) and math.floor(bound) == value):
+            value = number(examples[out], f"relu_examples[{out}]")    # a tensor or a SymPy floor too
+            if value != math.floor(bound):
                 close(value, bound, "the bound on the examples", rtol=1e-6,
                       hint="Proposition 3: (n+1)m/d_out + m + 1; each label now carries d_out numbers")
             close(parameters[out], bounds.relu_param_count(32, 64, 40, out), "the parameter count",

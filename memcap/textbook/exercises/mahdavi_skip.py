@@ -61,7 +61,8 @@ def _two_layer_cases():
 def random_first_layer(second_layer):
     """A function (contexts, queries, labels, first_layer, heads, head_dim) -> MHAParams of a second
     layer that, applied to the outputs of the random first layer (with skip), reproduces every label to
-    1e-6; [CLS]-token data whose raw queries break Assumption 1, at capacity H(n-1)+1 (three cases)."""
+    1e-6 with the given heads and head_dim; [CLS]-token data whose raw queries break Assumption 1, at
+    capacity H(n-1)+1 (three cases)."""
     for description, contexts, queries, labels, layer, heads, dh in _two_layer_cases():
         with case(description):
             params = call(second_layer, *to_case_device(contexts, queries, labels, layer), heads, dh,
@@ -77,6 +78,13 @@ def random_first_layer(second_layer):
             out = models.mha_forward(params, contexts1, queries1)
             expect(tuple(out.shape) == tuple(labels.shape), "the second layer should output one number "
                    "per example", expected=tuple(labels.shape), got=tuple(out.shape))
+            # the point is memorization at Theorem 1's capacity H(n-1)+1: with more heads, or one per
+            # example, the labels are reproduced without the assumptions the exercise is about
+            H, _, head_dim = params.W_K.shape
+            expect((H, head_dim) == (heads, dh), "the second layer should have the given number of heads "
+                   "and head dimension", expected=f"H = {heads}, d_h = {dh} (W_K of shape (H, d, d_h))",
+                   got=f"H = {H}, d_h = {head_dim}",
+                   hint="pass heads and head_dim to memorize: the data are at its capacity H(n-1)+1")
             error = float((out - labels).abs().max())
             expect(error <= 1e-6, "the second layer, on the first layer's outputs, should reproduce "
                    "every label", expected="largest error <= 1e-6", got=f"largest error {error:.3g}",

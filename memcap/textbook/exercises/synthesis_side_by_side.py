@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from memcap import bounds, synthesis
 from memcap.textbook.exercises.checking import call, case, checker, close, fail, number, numbers_by_key
 
@@ -50,14 +52,17 @@ _CERTIFY_CASES = (  # (description, mse, examples, tol)
 def certify_from_mse(certify):
     """A function (mse, examples, tol) -> True when the mean squared error proves that every example is
     fitted within tol (sqrt(T mse) <= tol), False when it proves one is not (sqrt(mse) > tol), None
-    when the mean alone cannot tell (seven cases, all three verdicts)."""
+    when the mean alone cannot tell (seven cases, all three verdicts; a 0-d bool tensor reads as a bool)."""
     words = {True: "True (fitted)", False: "False (not fitted)", None: "None (cannot tell)"}
     for description, mse, examples, tol in _CERTIFY_CASES:
         with case(description):
             got = call(certify, mse, examples, tol, name="certify")
             expected = synthesis.certified_fit(mse, examples, tol)
-            if got not in (True, False, None) or isinstance(got, float):
-                fail("certify should return True, False or None", got=got)
+            if isinstance(got, torch.Tensor) and got.dtype == torch.bool and got.dim() == 0:
+                got = bool(got)                                   # torch.sqrt(T * mse) <= tol, say
+            if not (got is None or type(got) is bool):            # 1 == True: check the type
+                fail("certify should return True, False or None (not 1/0 or a tensor)",
+                     got=f"{type(got).__name__} {str(got)[:40]}")
             if got is expected:
                 continue
             if expected is None:
