@@ -26,7 +26,7 @@ META = torch.device("meta")
 TENSOR_INPUTS = {
     "ex-setting-3", "ex-mahdavi-assumptions-3", "ex-mahdavi-one-head-3", "ex-mahdavi-rank-of-z-3",
     "ex-mahdavi-saturation-3", "ex-mahdavi-skip-3", "ex-mahdavi-theorem1-3", "ex-mahdavi-tightness-3",
-    "ex-mahdavi-toolkit-3", "ex-dana-aot-3", "ex-dana-se-3", "ex-dana-t1-3",
+    "ex-mahdavi-toolkit-3", "ex-dana-aot-3", "ex-dana-se-3", "ex-dana-t1-3", "ex-syn-open-3",
 }
 """The exercises whose answer is a function that the checker calls with tensors (or records of tensors)."""
 

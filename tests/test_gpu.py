@@ -128,6 +128,8 @@ COMPUTES_IN_FLOAT64 = {
     "memcap.fits.non_saturated": "a NumPy fit: float64 arrays",
     "memcap.train.inspection.trained_attention": "returns float64 NumPy arrays for the plots",
     "memcap.synthesis.trained_aot_attention": "returns float64 NumPy arrays for the plots",
+    "memcap.synthesis.classifier_attention": "the attention of Mahdavi et al.'s construction, in float64 as the "
+                                             "construction's weights are",
     "memcap.train.schedule.lr_factor": "a learning-rate factor in float64 whatever the dtype of the step",
     **{f"memcap.construct.{name}": "a construction in float64; its float32 probabilities (and unit rows) are "
                                    "checked to float32's rounding, then renormalized in float64"
