@@ -51,9 +51,13 @@ def test_labels_are_namespaced_and_unique():
 def test_strict_build_succeeds(site):
     assert site.returncode == 0, f"the strict build failed:\n{site.log[-6000:]}"
     # Sphinx writes "WARNING:"/"ERROR:"; the kernels' own "[IPKernelApp] WARNING | running over TCP"
-    # start-up notice is not about the book and does not reach the pages.
+    # start-up notice is not about the book and does not reach the pages. Nor is the Jupyter client's
+    # "ERROR:tornado.general:Uncaught exception in ZMQStream callback", logged once (2026-12-08, fbb5983)
+    # by the kernel messaging of a build that returned 0 with every page whole: a cell that fails still
+    # fails the build ("Executing notebook failed", a non-zero return code).
+    noise = ("[IPKernelApp]", "ERROR:tornado.general:Uncaught exception in ZMQStream callback")
     warnings = [line for line in site.log.splitlines()
-                if ("WARNING:" in line or "ERROR:" in line) and not line.startswith("[IPKernelApp]")]
+                if ("WARNING:" in line or "ERROR:" in line) and not line.startswith(noise)]
     assert not warnings, "the build printed warnings:\n" + "\n".join(warnings[:20])
 
 
